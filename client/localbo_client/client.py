@@ -1,0 +1,290 @@
+"""``Client``, ``Study`` and ``Trial``: ask/tell over HTTP with retries that store nothing twice.
+
+Every write carries an ``Idempotency-Key`` that stays the same across the retries of
+one call, so a tell whose answer was lost is stored once, and an ask whose answer
+was lost hands back the same trials.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from localbo_client.errors import LocalboError, error_for
+
+RETRY_STATUSES = {500, 502, 503, 504}
+
+
+@dataclass
+class Trial:
+    """One evaluation: ``params`` in the study's units; a context manager that fails on error."""
+
+    number: int
+    params: dict[str, Any]
+    state: str
+    value: float | None = None
+    reason: str | None = None
+    source: str = ""
+    lease_expires_at: datetime | None = None
+    study: Study | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], study: Study | None = None) -> Trial:
+        lease = data.get("lease_expires_at")
+        return cls(
+            number=data["number"], params=data["params"], state=data["state"], value=data.get("value"),
+            reason=data.get("reason"), source=data.get("source", ""),
+            lease_expires_at=datetime.fromisoformat(lease.replace("Z", "+00:00")) if lease else None,
+            study=study,
+        )
+
+    def tell(self, value: float) -> Trial:
+        assert self.study is not None, "this trial is not bound to a study"
+        return self.study.tell(self, value)
+
+    def fail(self, reason: str) -> Trial:
+        assert self.study is not None, "this trial is not bound to a study"
+        return self.study.fail(self, reason)
+
+    def __enter__(self) -> Trial:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+        """An exception in the block fails the trial (and propagates); so does leaving it untold."""
+        if self.study is None or self.state != "running":
+            return
+        if exc is not None:
+            self.fail(f"{exc_type.__name__}: {exc}")
+        else:
+            self.fail("the with-block ended without a tell")
+
+
+class Client:
+    """A connection pool to one localbo server; use as a context manager or ``close()``."""
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8000",
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        retries: int = 5,
+        backoff: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout, connect=10.0),
+            transport=transport,
+        )
+        self.retries = retries
+        self.backoff = backoff
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(self, method: str, path: str, *, json: Any = None, params: Any = None, idempotent: bool = False) -> Any:
+        """One call, retried on connection errors and 5xx; 4xx raise typed errors at once."""
+        headers = {"Idempotency-Key": uuid.uuid4().hex} if idempotent else {}
+        safe = method == "GET" or idempotent
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.request(method, path, json=json, params=params, headers=headers)
+            except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError,
+                    httpx.ConnectTimeout, httpx.ReadTimeout, httpx.PoolTimeout) as exc:
+                if not safe or attempt == self.retries:
+                    raise
+                self._sleep(attempt)
+                continue
+            if response.status_code in RETRY_STATUSES and safe and attempt < self.retries:
+                self._sleep(attempt)
+                continue
+            if response.status_code >= 400:
+                raise error_for(response.status_code, _detail(response))
+            if response.status_code == 204 or not response.content:
+                return None
+            if response.headers.get("content-type", "").startswith("application/json"):
+                return response.json()
+            return response.text
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _sleep(self, attempt: int) -> None:
+        time.sleep(self.backoff * (2**attempt) * (0.5 + random.random()))
+
+    def health(self) -> dict[str, Any]:
+        return self.request("GET", "/healthz")
+
+    def create_study(
+        self,
+        name: str,
+        space: dict[str, dict[str, Any]],
+        direction: str = "minimize",
+        policy: str = "sobol",
+        policy_config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        seed: int | None = None,
+        *,
+        load_if_exists: bool = False,
+    ) -> Study:
+        body = {"name": name, "space": space, "direction": direction, "policy": policy,
+                "policy_config": policy_config, "metadata": metadata, "seed": seed}
+        try:
+            data = self.request("POST", "/api/v1/studies", json=body)
+        except LocalboError as exc:
+            if exc.status == 409 and load_if_exists:
+                return self.get_study(name)
+            raise
+        return Study(self, data)
+
+    def get_study(self, name: str) -> Study:
+        return Study(self, self.request("GET", f"/api/v1/studies/{name}"))
+
+    def list_studies(self) -> list[Study]:
+        return [Study(self, s) for s in self.request("GET", "/api/v1/studies")["studies"]]
+
+    def delete_study(self, name: str) -> None:
+        self.request("DELETE", f"/api/v1/studies/{name}")
+
+
+class Study:
+    def __init__(self, client: Client, data: dict[str, Any]) -> None:
+        self.client = client
+        self.name: str = data["name"]
+        self.info = data
+
+    def __repr__(self) -> str:
+        return f"Study({self.name!r}, policy={self.info.get('policy')!r})"
+
+    @property
+    def _path(self) -> str:
+        return f"/api/v1/studies/{self.name}"
+
+    def refresh(self) -> dict[str, Any]:
+        self.info = self.client.request("GET", self._path)
+        return self.info
+
+    def ask(self, count: int = 1, client_id: str | None = None) -> Any:
+        """A ``Trial`` (count=1) or a list of ``count`` trials."""
+        data = self.client.request(
+            "POST", f"{self._path}/ask", json={"count": count, "client_id": client_id}, idempotent=True
+        )
+        trials = [Trial.from_json(t, self) for t in data["trials"]]
+        return trials[0] if count == 1 else trials
+
+    def tell(self, trial: Trial | int, value: float) -> Trial:
+        number = trial.number if isinstance(trial, Trial) else int(trial)
+        data = self.client.request(
+            "POST", f"{self._path}/trials/{number}/tell", json={"value": float(value)}, idempotent=True
+        )
+        return self._update(trial, data)
+
+    def fail(self, trial: Trial | int, reason: str = "") -> Trial:
+        number = trial.number if isinstance(trial, Trial) else int(trial)
+        data = self.client.request(
+            "POST", f"{self._path}/trials/{number}/tell", json={"state": "failed", "reason": reason},
+            idempotent=True,
+        )
+        return self._update(trial, data)
+
+    def heartbeat(self, trial: Trial | int) -> Trial:
+        number = trial.number if isinstance(trial, Trial) else int(trial)
+        return self._update(trial, self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True))
+
+    def add_trial(self, params: dict[str, Any], value: float) -> Trial:
+        """Record an evaluation made elsewhere (warm start)."""
+        data = self.client.request(
+            "POST", f"{self._path}/trials", json={"params": params, "value": float(value)}, idempotent=True
+        )
+        return Trial.from_json(data, self)
+
+    def trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> list[Trial]:
+        return list(self.iter_trials(state=state, after=after, page_size=page_size))
+
+    def iter_trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> Iterator[Trial]:
+        while True:
+            params = {"after": after, "limit": page_size, **({"state": state} if state else {})}
+            page = self.client.request("GET", f"{self._path}/trials", params=params)
+            yield from (Trial.from_json(t, self) for t in page["trials"])
+            if page["next_after"] is None:
+                return
+            after = page["next_after"]
+
+    @property
+    def best(self) -> Trial | None:
+        data = self.client.request("GET", f"{self._path}/best")
+        return Trial.from_json(data, self) if data else None
+
+    def export(self, format: str = "json") -> Any:
+        return self.client.request("GET", f"{self._path}/export", params={"format": format})
+
+    def optimize(
+        self,
+        fn: Callable[[dict[str, Any]], float],
+        n_trials: int,
+        n_workers: int = 1,
+        catch: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads.
+
+        An exception from ``fn`` fails its trial; one listed in ``catch`` lets the run go on,
+        any other stops all workers and is raised here.
+        """
+        budget = iter(range(n_trials))
+        lock = threading.Lock()
+        errors: list[BaseException] = []
+
+        def work(worker: int) -> None:
+            client_id = f"optimize-{uuid.uuid4().hex[:8]}-{worker}"
+            while not errors:
+                with lock:
+                    if next(budget, None) is None:
+                        return
+                trial = self.ask(client_id=client_id)
+                try:
+                    value = fn(trial.params)
+                except catch as exc:
+                    self.fail(trial, f"{type(exc).__name__}: {exc}")
+                    continue
+                except BaseException as exc:
+                    self.fail(trial, f"{type(exc).__name__}: {exc}")
+                    errors.append(exc)
+                    return
+                self.tell(trial, value)
+
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n_workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    def _update(self, trial: Trial | int, data: dict[str, Any]) -> Trial:
+        fresh = Trial.from_json(data, self)
+        if isinstance(trial, Trial):
+            trial.state, trial.value, trial.reason = fresh.state, fresh.value, fresh.reason
+            trial.lease_expires_at = fresh.lease_expires_at
+            return trial
+        return fresh
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        return response.text or response.reason_phrase
+    return detail if isinstance(detail, str) else str(detail)

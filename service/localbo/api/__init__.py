@@ -1,0 +1,52 @@
+"""The FastAPI application: routers, error answers, limits. No business logic here."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from sqlalchemy import text
+
+import localbo
+from localbo.api import errors, studies, trials
+from localbo.api.auth import parse_tokens
+from localbo.api.schemas import Health
+from localbo.config import Settings, get_settings
+from localbo.engine import Engine
+
+
+def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+    """Build the app; the schema is upgraded (Alembic) when the engine is made."""
+    settings = settings or get_settings()
+    tokens = parse_tokens(settings.tokens)
+    if settings.torch_threads:
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        yield
+        app.state.engine.close()
+
+    app = FastAPI(
+        title="localbo",
+        version=localbo.__version__,
+        description="Ask/tell optimization over HTTP with local Bayesian optimization policies.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.tokens = tokens
+    app.state.engine = engine or Engine(settings)
+    errors.install(app)
+    app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
+    app.include_router(studies.router)
+    app.include_router(trials.router)
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    def healthz() -> dict:
+        with app.state.engine.db.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return {"status": "ok", "version": localbo.__version__, "database": app.state.engine.db.dialect.name}
+
+    return app

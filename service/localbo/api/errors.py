@@ -1,0 +1,85 @@
+"""Error answers: every 4xx is JSON ``{"detail": "field: what was expected"}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from localbo.errors import LocalboError
+
+BODY_PREFIXES = ("body", "query", "path", "header")
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in BODY_PREFIXES and len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def _message(err: dict[str, Any]) -> str:
+    if err.get("type") == "json_invalid":
+        ctx = err.get("ctx") or {}
+        return f"body: malformed JSON ({ctx.get('error', 'invalid')}) at position {err['loc'][-1]}"
+    if err.get("type") == "missing" and list(err["loc"]) == ["body"]:
+        return "body: missing; expected a JSON object"
+    return f"{_where(tuple(err['loc']))}: {err['msg']}"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(LocalboError)
+    async def _engine_error(_: Request, exc: LocalboError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        detail = "; ".join(_message(e) for e in errors[:5])
+        fields = [
+            {"field": "body" if e.get("type") == "json_invalid" else _where(tuple(e["loc"])), "message": e["msg"]}
+            for e in errors
+        ]
+        return JSONResponse({"detail": detail, "errors": fields}, status_code=422)
+
+
+class BodySizeLimit:
+    """Refuses request bodies over ``limit`` bytes with a 413, before they are parsed."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await self._refuse(send)
+        seen = 0
+
+        async def limited_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Any) -> None:
+        await JSONResponse(
+            {"detail": f"body: larger than the limit of {self.limit} bytes (LOCALBO_MAX_BODY_BYTES)"},
+            status_code=413,
+        )({"type": "http"}, None, send)
+
+
+class _TooLarge(Exception):
+    pass

@@ -1,0 +1,102 @@
+"""The public contract's shapes (``/api/v1``). Extend; do not rename."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+FiniteFloat = float  # with allow_inf_nan=False on each field below
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StudyCreate(Strict):
+    name: str = Field(pattern=STUDY_NAME, description="URL-safe: letters, digits, . _ -")
+    direction: Literal["minimize", "maximize"] = "minimize"
+    space: dict[str, Any] = Field(
+        description='{"x": {"type": "float", "low": 0, "high": 1, "log": false}, '
+        '"n": {"type": "int", "low": 1, "high": 8}}'
+    )
+    policy: str = "sobol"
+    policy_config: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    seed: int | None = Field(default=None, ge=0, lt=2**31, description="Fixes the policy's randomness")
+
+
+class StudySummary(BaseModel):
+    n_trials: int
+    n_running: int
+    n_complete: int
+    n_failed: int
+    n_stale: int
+    best_value: float | None
+
+
+class StudyOut(BaseModel):
+    name: str
+    direction: str
+    space: dict[str, Any]
+    policy: str
+    policy_config: dict[str, Any]
+    metadata: dict[str, Any]
+    seed: int
+    created_at: datetime
+    policy_state_version: int
+    last_policy_error: str | None
+    summary: StudySummary
+
+
+class StudyList(BaseModel):
+    studies: list[StudyOut]
+
+
+class AskRequest(Strict):
+    count: int = Field(default=1, ge=1, description="How many trials to hand out")
+    client_id: str | None = Field(
+        default=None, max_length=200,
+        description="The evaluator's id: a re-ask gets its own running trials back first",
+    )
+
+
+class TrialOut(BaseModel):
+    number: int
+    state: Literal["running", "complete", "failed", "stale"]
+    params: dict[str, Any]
+    value: float | None
+    reason: str | None
+    source: str
+    client_id: str | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    completed_at: datetime | None
+
+
+class AskResponse(BaseModel):
+    trials: list[TrialOut]
+
+
+class TellRequest(Strict):
+    value: float | None = Field(default=None, allow_inf_nan=False, description="The objective value")
+    state: Literal["complete", "failed"] = "complete"
+    reason: str | None = Field(default=None, max_length=10_000, description="Why a trial failed")
+
+
+class ExternalTrial(Strict):
+    params: dict[str, Any]
+    value: float = Field(allow_inf_nan=False)
+
+
+class TrialList(BaseModel):
+    trials: list[TrialOut]
+    next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    database: str

@@ -1,0 +1,122 @@
+"""The ``localbo`` command: serve, upgrade the database, look at studies."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+from typing import Annotated
+
+import typer
+
+from localbo.config import Settings
+
+app = typer.Typer(help="localbo: ask/tell optimization service with local BO policies.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+studies_app = typer.Typer(help="Look at studies in the database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(studies_app, name="studies")
+
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: LOCALBO_DATABASE_URL)")]
+
+
+def _settings(db: str | None = None, **overrides: object) -> Settings:
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if db:
+        values["database_url"] = db
+    return Settings(**values)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
+    except (OSError, ValueError):
+        return False
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000)")] = None,
+    db: DbOption = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback bind without tokens")] = False,
+    workers: Annotated[int, typer.Option(help="API processes")] = 1,
+) -> None:
+    """Run the HTTP service (applies database migrations first)."""
+    import uvicorn
+
+    settings = _settings(db, host=host, port=port)
+    if not is_loopback(settings.host) and not settings.tokens and not insecure:
+        typer.echo(
+            f"refusing to bind {settings.host} without tokens: set LOCALBO_TOKENS, "
+            "or pass --insecure if the network is trusted", err=True,
+        )
+        raise typer.Exit(2)
+    from localbo.storage.db import make_engine, upgrade
+
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    engine.dispose()
+    import os
+
+    os.environ["LOCALBO_DATABASE_URL"] = settings.database_url
+    uvicorn.run(
+        "localbo.api.main:app", host=settings.host, port=settings.port, workers=workers,
+        log_level="warning", access_log=False,
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = None) -> None:
+    """Apply all Alembic migrations to the database."""
+    from localbo.storage.db import make_engine, upgrade
+
+    settings = _settings(db)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    engine.dispose()
+    typer.echo(f"database at head: {settings.database_url}")
+
+
+def _engine(db: str | None):  # noqa: ANN202
+    from localbo.engine import Engine
+
+    return Engine(_settings(db))
+
+
+@studies_app.command("list")
+def studies_list(db: DbOption = None) -> None:
+    """One line per study: name, policy, trials, best value."""
+    engine = _engine(db)
+    rows = engine.list_studies()
+    typer.echo(f"{'name':30} {'direction':9} {'policy':14} {'trials':>7} {'done':>7} best")
+    for s in rows:
+        m = s["summary"]
+        typer.echo(
+            f"{s['name']:30} {s['direction']:9} {s['policy']:14} {m['n_trials']:>7} {m['n_complete']:>7} {m['best_value']}"
+        )
+
+
+@studies_app.command("show")
+def studies_show(name: str, db: DbOption = None) -> None:
+    """The study as JSON, with its best trial."""
+    engine = _engine(db)
+    typer.echo(json.dumps({"study": engine.get_study(name), "best": engine.best(name)}, indent=2))
+
+
+@studies_app.command("export")
+def studies_export(
+    name: str,
+    db: DbOption = None,
+    format: Annotated[str, typer.Option(help="csv or json")] = "csv",
+) -> None:
+    """Print the study's trials as CSV or JSON."""
+    from localbo.api.trials import trials_csv
+
+    study, trials = _engine(db).export(name)
+    if format == "json":
+        typer.echo(json.dumps({"study": study, "trials": trials}, indent=2))
+    elif format == "csv":
+        typer.echo(trials_csv(study, trials), nl=False)
+    else:
+        raise typer.BadParameter("expected csv or json", param_hint="--format")

@@ -1,0 +1,39 @@
+"""Settings from the environment (prefix ``LOCALBO_``), in one place."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOCALBO_", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///./localbo.db",
+        validation_alias=AliasChoices("LOCALBO_DATABASE_URL", "DATABASE_URL"),
+        description="SQLAlchemy URL; sqlite:///path or postgresql+psycopg://user@host/db",
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+    tokens: str = Field(
+        default="",
+        description="Bearer tokens and scopes: 'tok1=admin;tok2=write:beam-*,read:*'",
+    )
+    lease_seconds: float = Field(default=3600.0, gt=0, description="Trial lease length")
+    max_body_bytes: int = Field(default=1_000_000, gt=0, description="Largest request body")
+    max_ask_count: int = Field(default=1000, gt=0, description="Largest count of one ask")
+    sqlite_synchronous: str = Field(
+        default="NORMAL",
+        description="SQLite PRAGMA synchronous: NORMAL (WAL: never corrupts, a power cut may "
+        "undo the last commits) or FULL (fsync per commit, about 2x slower here)",
+    )
+    torch_threads: int = Field(default=0, ge=0, description="torch threads; 0 keeps torch's")
+    device: str = Field(default="cpu", description="Policy device: auto | cpu | cuda")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,421 @@
+"""The engine: studies and trials on top of storage, and the plan queue the policies fill.
+
+An ask takes the study's write lock, hands out planned points and returns. Only when
+the plan runs short does it leave the lock, run the policy on a snapshot of the data
+(under a per-study lock in this process), and store the new points and state if no
+one else planned meanwhile (the state's version decides). A slow policy thus never
+holds the database lock, and several API processes can share one database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import secrets
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import torch
+from pydantic import ValidationError
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import IntegrityError
+
+from localbo.config import Settings
+from localbo.errors import Busy, Conflict, InvalidInput, NotFound
+from localbo.policies import PolicyRetry, SuggestRequest, get_policy, registry
+from localbo.space import SearchSpace, SpaceError
+from localbo.storage import repository as repo
+from localbo.storage.db import make_engine, upgrade, writer
+from localbo.storage.models import utcnow
+
+log = logging.getLogger("localbo.engine")
+
+MAX_PLAN_ROUNDS = 20
+EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
+FALLBACK = "fallback"
+
+
+@dataclass
+class Plan:
+    version: int  # the state version the plan was computed from
+    points: list[tuple[list[float], str]]
+    state: dict[str, Any]
+    error: str | None
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def trial_dict(row: Row | dict) -> dict[str, Any]:
+    r = row._mapping if isinstance(row, Row) else row
+    return {
+        "number": r["number"],
+        "state": r["state"],
+        "params": r["params"],
+        "value": r["value"],
+        "reason": r["reason"],
+        "source": r["source"],
+        "client_id": r["client_id"],
+        "lease_expires_at": iso(r["lease_expires_at"]),
+        "created_at": iso(r["created_at"]),
+        "completed_at": iso(r["completed_at"]),
+    }
+
+
+def request_hash(op: str, body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps([op, body], sort_keys=True).encode()).hexdigest()
+
+
+def validate_policy(policy: str, config: dict[str, Any] | None) -> dict[str, Any]:
+    """The policy's config with its defaults filled in, or a 422 naming the field."""
+    try:
+        cls = get_policy(policy)
+    except KeyError:
+        raise InvalidInput("policy", f"unknown policy {policy!r}; expected one of {sorted(registry())}") from None
+    try:
+        return cls.Config.model_validate(config or {}).model_dump(mode="json")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"policy_config.{where}" if where else "policy_config", err["msg"]) from None
+
+
+class Engine:
+    def __init__(self, settings: Settings, *, migrate: bool = True) -> None:
+        self.settings = settings
+        self.db = make_engine(settings.database_url, settings.sqlite_synchronous)
+        self.write = writer(self.db)
+        if migrate:
+            upgrade(self.db)
+        self.device = torch.device(
+            "cuda" if settings.device == "auto" and torch.cuda.is_available()
+            else ("cpu" if settings.device == "auto" else settings.device)
+        )
+        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._locks_guard = threading.Lock()
+        self._expiry_checked: dict[str, datetime] = {}
+
+    def close(self) -> None:
+        self.db.dispose()
+
+    # -- studies -------------------------------------------------------------------------
+
+    def create_study(
+        self,
+        name: str,
+        direction: str,
+        space: dict[str, Any],
+        policy: str,
+        policy_config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        try:
+            parsed = SearchSpace.parse(space)
+        except SpaceError as exc:
+            raise InvalidInput(exc.field, exc.message) from None
+        if direction not in ("minimize", "maximize"):
+            raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
+        config = validate_policy(policy, policy_config)
+        values = {
+            "name": name, "direction": direction, "space": parsed.spec(), "policy": policy,
+            "policy_config": config, "user_metadata": metadata or {},
+            "seed": secrets.randbelow(2**31) if seed is None else seed,
+            "policy_state": {}, "policy_state_version": 0, "trial_count": 0,
+            "created_at": utcnow(),
+        }
+        try:
+            with self.write.begin() as conn:
+                repo.insert_study(conn, values)
+        except IntegrityError:
+            raise Conflict(f"name: a study named {name!r} already exists") from None
+        return self.get_study(name)
+
+    def get_study(self, name: str) -> dict[str, Any]:
+        with self.db.begin() as conn:
+            study = self._study(conn, name)
+            summary = repo.summaries(conn, [study.id]).get(study.id)
+        return study_dict(study, summary)
+
+    def list_studies(self) -> list[dict[str, Any]]:
+        with self.db.begin() as conn:
+            rows = repo.list_studies(conn)
+            summaries = repo.summaries(conn)
+        return [study_dict(row, summaries.get(row.id)) for row in rows]
+
+    def delete_study(self, name: str) -> None:
+        with self.write.begin() as conn:
+            repo.delete_study(conn, self._study(conn, name, lock=True).id)
+
+    # -- ask -----------------------------------------------------------------------------
+
+    def ask(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
+        if not 1 <= count <= self.settings.max_ask_count:
+            raise InvalidInput("count", f"expected 1..{self.settings.max_ask_count}, got {count}")
+        body = {"count": count, "client_id": client_id}
+        plan: Plan | None = None
+        for _ in range(MAX_PLAN_ROUNDS):
+            with self.write.begin() as conn:
+                study = self._study(conn, name, lock=True)
+                if key and (replay := self._replay(conn, study.id, key, "ask", body)) is not None:
+                    return replay
+                if plan is not None and plan.version == study.policy_state_version:
+                    self._store_plan(conn, study, plan)
+                response, short = self._serve(conn, study, count, client_id)
+                if response is not None:
+                    if key:
+                        repo.put_idempotency(conn, study.id, key, request_hash("ask", body), 200, response)
+                    return response
+            plan = self._compute_plan(name, short)
+        raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+
+    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None) -> tuple[dict | None, int]:
+        """Hand out ``count`` trials inside the caller's transaction, or say how many points are short."""
+        now = utcnow()
+        if self._expiry_due(study.name, now):
+            stale = repo.expire_leases(conn, study.id, now)
+            if stale:  # their points are offered again, before new ones
+                repo.add_plan(conn, study.id, [(r.x, "stale-retry") for r in stale], priority=1)
+        lease = now + timedelta(seconds=self.settings.lease_seconds)
+        mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
+        need = count - len(mine)
+        planned = repo.take_plan(conn, study.id, need) if need else []
+        if len(planned) < need:
+            return None, need - len(planned)
+        repo.extend_leases(conn, [r.id for r in mine], lease)
+        repo.drop_plan(conn, [p.id for p in planned])
+        space = SearchSpace.parse(study.space)
+        new = [
+            {
+                "study_id": study.id, "number": study.trial_count + i + 1, "state": "running",
+                "params": space.from_unit(p.x), "x": p.x, "value": None, "reason": None,
+                "source": p.source, "client_id": client_id, "lease_expires_at": lease,
+                "created_at": now, "completed_at": None,
+            }
+            for i, p in enumerate(planned)
+        ]
+        repo.insert_trials(conn, new)
+        if new:
+            repo.update_study(conn, study.id, trial_count=study.trial_count + len(new))
+        out = [{**trial_dict(r), "lease_expires_at": iso(lease)} for r in mine]
+        return {"trials": out + [trial_dict(r) for r in new]}, 0
+
+    def _compute_plan(self, name: str, short: int) -> Plan | None:
+        """Run the policy on a snapshot, outside the database lock."""
+        with self._study_lock(name):
+            with self.db.begin() as conn:
+                study = self._study(conn, name)
+                if repo.count_plan(conn, study.id) >= short:
+                    return None  # another thread planned while we waited for the lock
+                cls = get_policy(study.policy)
+                done, pending = repo.history(conn, study.id) if cls.needs_history else ([], [])
+            return self._run_policy(study, done, pending, short)
+
+    def _run_policy(self, study: Row, done: list, pending: list, short: int) -> Plan:
+        cls = get_policy(study.policy)
+        dim = len(study.space)
+        saved = study.policy_state or {}
+        state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
+        sign = 1.0 if study.direction == "minimize" else -1.0  # policies minimise
+
+        def tensor(rows: list, n_cols: int) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.float64, device=self.device).reshape(-1, n_cols)
+
+        request = SuggestRequest(
+            dim=dim,
+            X=tensor([r.x for r in done], dim),
+            y=tensor([sign * r.value for r in done], 1).reshape(-1),
+            X_pending=tensor([r.x for r in pending], dim),
+            count=short, state=state, config=cls.Config.model_validate(study.policy_config),
+            seed=study.seed, device=self.device,
+        )
+        try:
+            try:
+                suggestion = cls().suggest(request)
+            except PolicyRetry:
+                suggestion = cls().suggest(request)
+            X = suggestion.X.detach().to("cpu", torch.float64)
+            if X.ndim != 2 or X.shape[1] != dim or X.shape[0] < short or not torch.isfinite(X).all():
+                raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {dim}, finite")
+            points = [(row, cls.name) for row in X.clamp(0.0, 1.0).tolist()]
+            return Plan(study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None)
+        except Exception as exc:  # a failing policy never takes the study down
+            log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
+            generator = torch.Generator().manual_seed(study.seed + 7919 * (study.policy_state_version + 1))
+            X = torch.rand(short, dim, generator=generator, dtype=torch.float64)
+            error = f"{utcnow().isoformat()} {type(exc).__name__}: {exc}"
+            return Plan(study.policy_state_version, [(row, FALLBACK) for row in X.tolist()], saved, error)
+
+    def _store_plan(self, conn: Connection, study: Row, plan: Plan) -> None:
+        repo.add_plan(conn, study.id, plan.points)
+        extra = {"last_policy_error": plan.error} if plan.error else {}
+        repo.update_study(
+            conn, study.id, policy_state=plan.state,
+            policy_state_version=study.policy_state_version + 1, **extra,
+        )
+
+    # -- tell, heartbeat, external trials ------------------------------------------------
+
+    def tell(
+        self, name: str, number: int, value: float | None = None, *,
+        failed: str | None = None, key: str | None = None,
+    ) -> dict[str, Any]:
+        if failed is None and (value is None or not math.isfinite(value)):
+            raise InvalidInput("value", f"expected a finite number, got {value!r}")
+        body = {"number": number, "value": value, "failed": failed}
+        with self.write.begin() as conn:
+            trial = self._trial(conn, name, number)
+            if key and (replay := self._replay(conn, trial.study_id, key, "tell", body)) is not None:
+                return replay
+            if failed is None:
+                out = self._complete(conn, trial, float(value))
+            else:
+                out = self._fail(conn, trial, failed)
+            if key:
+                repo.put_idempotency(conn, trial.study_id, key, request_hash("tell", body), 200, out)
+            return out
+
+    def _complete(self, conn: Connection, trial: Row, value: float) -> dict[str, Any]:
+        if trial.state == "complete":
+            if trial.value == value:
+                return trial_dict(trial)  # the same tell again: nothing to do
+            raise Conflict(f"value: trial {trial.number} was already told {trial.value}, not {value}")
+        if trial.state == "failed":
+            raise Conflict(f"value: trial {trial.number} was already told failed ({trial.reason})")
+        # running, or stale (its lease ran out, but a late result is still a result)
+        now = utcnow()
+        repo.update_trial(conn, trial.id, state="complete", value=value, completed_at=now, lease_expires_at=None)
+        return trial_dict({**trial._mapping, "state": "complete", "value": value, "completed_at": now, "lease_expires_at": None})
+
+    def _fail(self, conn: Connection, trial: Row, reason: str) -> dict[str, Any]:
+        if trial.state == "failed":
+            return trial_dict(trial)
+        if trial.state == "complete":
+            raise Conflict(f"state: trial {trial.number} was already told the value {trial.value}")
+        now = utcnow()
+        repo.update_trial(conn, trial.id, state="failed", reason=reason, completed_at=now, lease_expires_at=None)
+        return trial_dict({**trial._mapping, "state": "failed", "reason": reason, "completed_at": now, "lease_expires_at": None})
+
+    def heartbeat(self, name: str, number: int) -> dict[str, Any]:
+        with self.write.begin() as conn:
+            trial = self._trial(conn, name, number)
+            if trial.state != "running":
+                raise Conflict(f"trial {number} is {trial.state}; only a running trial has a lease to extend")
+            lease = utcnow() + timedelta(seconds=self.settings.lease_seconds)
+            repo.extend_leases(conn, [trial.id], lease)
+            return trial_dict({**trial._mapping, "lease_expires_at": lease})
+
+    def add_trial(self, name: str, params: dict[str, Any], value: float, key: str | None = None) -> dict:
+        if value is None or not math.isfinite(value):
+            raise InvalidInput("value", f"expected a finite number, got {value!r}")
+        body = {"params": params, "value": value}
+        with self.write.begin() as conn:
+            study = self._study(conn, name, lock=True)
+            if key and (replay := self._replay(conn, study.id, key, "add", body)) is not None:
+                return replay
+            try:
+                x = SearchSpace.parse(study.space).to_unit(params)
+            except SpaceError as exc:
+                raise InvalidInput(exc.field, exc.message) from None
+            now = utcnow()
+            row = {
+                "study_id": study.id, "number": study.trial_count + 1, "state": "complete",
+                "params": params, "x": x, "value": float(value), "reason": None, "source": "external",
+                "client_id": None, "lease_expires_at": None, "created_at": now, "completed_at": now,
+            }
+            repo.insert_trials(conn, [row])
+            repo.update_study(conn, study.id, trial_count=study.trial_count + 1)
+            out = trial_dict(row)
+            if key:
+                repo.put_idempotency(conn, study.id, key, request_hash("add", body), 200, out)
+            return out
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def list_trials(self, name: str, after: int = 0, limit: int = 100, state: str | None = None) -> dict:
+        with self.db.begin() as conn:
+            study = self._study(conn, name)
+            rows = repo.list_trials(conn, study.id, after=after, limit=limit + 1, state=state)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {"trials": [trial_dict(r) for r in rows], "next_after": rows[-1].number if more else None}
+
+    def best(self, name: str) -> dict[str, Any] | None:
+        with self.db.begin() as conn:
+            study = self._study(conn, name)
+            row = repo.best_trial(conn, study.id, study.direction)
+        return trial_dict(row) if row is not None else None
+
+    def export(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        with self.db.begin() as conn:
+            study = self._study(conn, name)
+            summary = repo.summaries(conn, [study.id]).get(study.id)
+            rows = repo.list_trials(conn, study.id)
+        return study_dict(study, summary), [trial_dict(r) for r in rows]
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _study(self, conn: Connection, name: str, *, lock: bool = False) -> Row:
+        study = repo.get_study(conn, name, for_update=lock)
+        if study is None:
+            raise NotFound(f"study {name!r} not found")
+        return study
+
+    def _trial(self, conn: Connection, name: str, number: int) -> Row:
+        """The trial, locked for the rest of the transaction, with its study's id."""
+        trial = repo.get_study_trial(conn, name, number, for_update=True)
+        if trial is None:
+            study = self._study(conn, name)
+            raise NotFound(f"number: study {name!r} has no trial {number} (it has {study.trial_count})")
+        return trial
+
+    def _replay(self, conn: Connection, study_id: int, key: str, op: str, body: dict) -> dict | None:
+        record = repo.get_idempotency(conn, study_id, key)
+        if record is None:
+            return None
+        if record.request_hash != request_hash(op, body):
+            raise InvalidInput("Idempotency-Key", f"{key!r} was already used for a different request")
+        return record.response
+
+    def _expiry_due(self, name: str, now: datetime) -> bool:
+        """Look for expired leases at most once per EXPIRY_CHECK_SECONDS per study."""
+        last = self._expiry_checked.get(name)
+        if last is not None and (now - last).total_seconds() < EXPIRY_CHECK_SECONDS:
+            return False
+        self._expiry_checked[name] = now
+        return True
+
+    def _study_lock(self, name: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks[name]
+
+
+def study_dict(row: Row, summary: dict[str, Any] | None) -> dict[str, Any]:
+    s = summary or {}
+    best = s.get("min_value") if row.direction == "minimize" else s.get("max_value")
+    return {
+        "name": row.name,
+        "direction": row.direction,
+        "space": row.space,
+        "policy": row.policy,
+        "policy_config": row.policy_config,
+        "metadata": row.user_metadata,
+        "seed": row.seed,
+        "created_at": iso(row.created_at),
+        "policy_state_version": row.policy_state_version,
+        "last_policy_error": row.last_policy_error,
+        "summary": {
+            "n_trials": int(s.get("n") or 0),
+            "n_running": int(s.get("running") or 0),
+            "n_complete": int(s.get("complete") or 0),
+            "n_failed": int(s.get("failed") or 0),
+            "n_stale": int(s.get("stale") or 0),
+            "best_value": best,
+        },
+    }

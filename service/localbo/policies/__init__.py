@@ -1,0 +1,58 @@
+"""Policies: the science, pure torch/botorch. A new policy is one new module here.
+
+Every module in this package is imported once by ``registry()``; a module adds its
+policy with the ``@register`` decorator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from localbo.policies.base import (
+    Policy,
+    PolicyConfig,
+    PolicyConfigError,
+    PolicyError,
+    PolicyRetry,
+    Suggestion,
+    SuggestRequest,
+)
+
+__all__ = [
+    "Policy",
+    "PolicyConfig",
+    "PolicyConfigError",
+    "PolicyError",
+    "PolicyRetry",
+    "SuggestRequest",
+    "Suggestion",
+    "get_policy",
+    "register",
+    "registry",
+]
+
+_POLICIES: dict[str, type[Policy]] = {}
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    if cls.name in _POLICIES and _POLICIES[cls.name] is not cls:
+        raise ValueError(f"two policies named {cls.name!r}")
+    _POLICIES[cls.name] = cls
+    return cls
+
+
+@cache
+def registry() -> dict[str, type[Policy]]:
+    for module in pkgutil.iter_modules(__path__):
+        if module.name != "base" and not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+    return dict(sorted(_POLICIES.items()))
+
+
+def get_policy(name: str) -> type[Policy]:
+    policies = registry()
+    if name not in policies:
+        raise KeyError(name)
+    return policies[name]

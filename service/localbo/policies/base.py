@@ -1,0 +1,82 @@
+"""The policy interface: a pure function of the study's data, in the unit cube.
+
+    suggest(SuggestRequest) -> Suggestion
+
+``X`` (n x d) holds the completed points, ``y`` (n) their values **to minimise**
+(the engine negates a maximised objective once, at its boundary), ``X_pending``
+(m x d) the points handed out or planned but not yet told. A policy returns at
+least ``count`` rows (it may plan further ahead) and its new state, a JSON-able dict.
+
+Policies import no database, HTTP or service code. They signal failure with the
+small taxonomy below so that the engine handles each kind with one ``except``:
+
+- ``PolicyRetry``: transient (a numerical hiccup); the engine calls once more.
+- any other exception: the engine hands out a safe fallback point for this ask,
+  records why on the study, and keeps the policy's previous state.
+- ``PolicyConfigError`` is raised at study creation for a bad ``policy_config``
+  and refuses the study (HTTP 422).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+
+class PolicyError(Exception):
+    """Base of the errors a policy raises on purpose."""
+
+
+class PolicyRetry(PolicyError):
+    """Transient failure: calling again with the same request may succeed."""
+
+
+class PolicyConfigError(PolicyError):
+    """The study's policy config cannot work; ``field`` names the offending key."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class PolicyConfig(BaseModel):
+    """Base of every policy's config: unknown keys are an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class SuggestRequest:
+    dim: int
+    X: torch.Tensor  # n x d, completed points in [0, 1]^d
+    y: torch.Tensor  # n, values to minimise
+    X_pending: torch.Tensor  # m x d, asked or planned, not yet told
+    count: int  # rows needed now (>= 1)
+    state: dict[str, Any]
+    config: PolicyConfig
+    seed: int  # the study's seed: same study, same sequence
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+
+@dataclass
+class Suggestion:
+    X: torch.Tensor  # k x d with k >= count, in [0, 1]^d
+    state: dict[str, Any]
+    info: dict[str, Any] = field(default_factory=dict)  # internals worth showing
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+    Config: ClassVar[type[PolicyConfig]] = PolicyConfig
+    # Bumped when the layout of ``state`` changes; an old state is then discarded.
+    state_version: ClassVar[int] = 1
+    # False for policies that ignore the data (random, sobol): the engine then skips
+    # loading the study's trials on every plan.
+    needs_history: ClassVar[bool] = True
+
+    @abstractmethod
+    def suggest(self, request: SuggestRequest) -> Suggestion: ...

@@ -1,0 +1,1 @@
+"""Storage: SQLAlchemy models, the connection setup and the repository (the only queries)."""

@@ -1,0 +1,113 @@
+"""Tables. Schema changes go through Alembic revisions in ``migrations/versions``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class UTCDateTime(TypeDecorator):
+    """Stores naive UTC (SQLite has no time zones); always hands back aware UTC."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect):  # noqa: ANN001
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect):  # noqa: ANN001
+        return value.replace(tzinfo=UTC) if value is not None else None
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Study(Base):
+    __tablename__ = "studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    direction: Mapped[str] = mapped_column(String(16))
+    space: Mapped[dict] = mapped_column(JSON)
+    policy: Mapped[str] = mapped_column(String(64))
+    policy_config: Mapped[dict] = mapped_column(JSON)
+    user_metadata: Mapped[dict] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(Integer)
+    # Policy state and its version: the version is bumped on every write so that a plan
+    # computed from a stale snapshot is thrown away (optimistic concurrency).
+    policy_state: Mapped[dict] = mapped_column(JSON)
+    policy_state_version: Mapped[int] = mapped_column(Integer, default=0)
+    trial_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_policy_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+    __table_args__ = (
+        UniqueConstraint("study_id", "number", name="uq_trials_study_number"),
+        Index("ix_trials_study_state", "study_id", "state"),
+        Index("ix_trials_study_client", "study_id", "client_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))  # running | complete | failed | stale
+    params: Mapped[dict] = mapped_column(JSON)
+    x: Mapped[list] = mapped_column(JSON)  # the point in the unit cube, as the policy saw it
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    source: Mapped[str] = mapped_column(String(64))
+    client_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class PlannedPoint(Base):
+    """The study's plan queue: points the policy chose that no ask has taken yet."""
+
+    __tablename__ = "planned_points"
+    __table_args__ = (Index("ix_planned_study", "study_id", "priority", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    x: Mapped[list] = mapped_column(JSON)
+    source: Mapped[str] = mapped_column(String(64))
+    priority: Mapped[int] = mapped_column(Integer, default=0)  # higher first: stale re-offers
+
+
+class IdempotencyRecord(Base):
+    """The first answer to a request that carried an Idempotency-Key, replayed on retry."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("study_id", "key", name="uq_idempotency_study_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(200))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int] = mapped_column(Integer)
+    response: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
