@@ -1,9 +1,8 @@
 """Alembic environment: runs on the connection handed over by ``localbo.storage.db.upgrade``."""
 
 from alembic import context
-from sqlalchemy import create_engine
-
 from localbo.storage.models import Base
+from sqlalchemy import create_engine
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,10 +1,10 @@
 """localbo_client: the thin Python client of the localbo service (needs only httpx).
 
-    from localbo_client import Client
-    client = Client("http://127.0.0.1:8000")
-    study = client.create_study("beam", space={"x": {"type": "float", "low": 0, "high": 1}})
-    with study.ask() as trial:
-        study.tell(trial, measure(trial.params))
+from localbo_client import Client
+client = Client("http://127.0.0.1:8000")
+study = client.create_study("beam", space={"x": {"type": "float", "low": 0, "high": 1}})
+with study.ask() as trial:
+    study.tell(trial, measure(trial.params))
 """
 
 from localbo_client.client import Client, Study, Trial

@@ -40,8 +40,12 @@ class Trial:
     def from_json(cls, data: dict[str, Any], study: Study | None = None) -> Trial:
         lease = data.get("lease_expires_at")
         return cls(
-            number=data["number"], params=data["params"], state=data["state"], value=data.get("value"),
-            reason=data.get("reason"), source=data.get("source", ""),
+            number=data["number"],
+            params=data["params"],
+            state=data["state"],
+            value=data.get("value"),
+            reason=data.get("reason"),
+            source=data.get("source", ""),
             lease_expires_at=datetime.fromisoformat(lease.replace("Z", "+00:00")) if lease else None,
             study=study,
         )
@@ -82,7 +86,9 @@ class Client:
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
-            base_url=url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout, connect=10.0),
+            base_url=url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=10.0),
             transport=transport,
         )
         self.retries = retries
@@ -104,8 +110,15 @@ class Client:
         for attempt in range(self.retries + 1):
             try:
                 response = self._http.request(method, path, json=json, params=params, headers=headers)
-            except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError,
-                    httpx.ConnectTimeout, httpx.ReadTimeout, httpx.PoolTimeout) as exc:
+            except (
+                httpx.ConnectError,
+                httpx.ReadError,
+                httpx.WriteError,
+                httpx.RemoteProtocolError,
+                httpx.ConnectTimeout,
+                httpx.ReadTimeout,
+                httpx.PoolTimeout,
+            ):
                 if not safe or attempt == self.retries:
                     raise
                 self._sleep(attempt)
@@ -140,8 +153,15 @@ class Client:
         *,
         load_if_exists: bool = False,
     ) -> Study:
-        body = {"name": name, "space": space, "direction": direction, "policy": policy,
-                "policy_config": policy_config, "metadata": metadata, "seed": seed}
+        body = {
+            "name": name,
+            "space": space,
+            "direction": direction,
+            "policy": policy,
+            "policy_config": policy_config,
+            "metadata": metadata,
+            "seed": seed,
+        }
         try:
             data = self.request("POST", "/api/v1/studies", json=body)
         except LocalboError as exc:
@@ -195,14 +215,18 @@ class Study:
     def fail(self, trial: Trial | int, reason: str = "") -> Trial:
         number = trial.number if isinstance(trial, Trial) else int(trial)
         data = self.client.request(
-            "POST", f"{self._path}/trials/{number}/tell", json={"state": "failed", "reason": reason},
+            "POST",
+            f"{self._path}/trials/{number}/tell",
+            json={"state": "failed", "reason": reason},
             idempotent=True,
         )
         return self._update(trial, data)
 
     def heartbeat(self, trial: Trial | int) -> Trial:
         number = trial.number if isinstance(trial, Trial) else int(trial)
-        return self._update(trial, self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True))
+        return self._update(
+            trial, self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
+        )
 
     def add_trial(self, params: dict[str, Any], value: float) -> Trial:
         """Record an evaluation made elsewhere (warm start)."""

@@ -40,8 +40,15 @@ class ServerError(LocalboError):
     """5xx after all retries."""
 
 
-BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-             413: TooLarge, 422: BadRequest}
+BY_STATUS = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+    422: BadRequest,
+}
 
 
 def error_for(status: int, detail: str) -> LocalboError:

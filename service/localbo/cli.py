@@ -49,7 +49,8 @@ def serve(
     if not is_loopback(settings.host) and not settings.tokens and not insecure:
         typer.echo(
             f"refusing to bind {settings.host} without tokens: set LOCALBO_TOKENS, "
-            "or pass --insecure if the network is trusted", err=True,
+            "or pass --insecure if the network is trusted",
+            err=True,
         )
         raise typer.Exit(2)
     from localbo.storage.db import make_engine, upgrade
@@ -61,8 +62,12 @@ def serve(
 
     os.environ["LOCALBO_DATABASE_URL"] = settings.database_url
     uvicorn.run(
-        "localbo.api.main:app", host=settings.host, port=settings.port, workers=workers,
-        log_level="warning", access_log=False,
+        "localbo.api.main:app",
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
     )
 
 

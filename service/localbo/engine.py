@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import anyio
 import torch
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection, Row
@@ -94,7 +95,8 @@ class Engine:
         if migrate:
             upgrade(self.db)
         self.device = torch.device(
-            "cuda" if settings.device == "auto" and torch.cuda.is_available()
+            "cuda"
+            if settings.device == "auto" and torch.cuda.is_available()
             else ("cpu" if settings.device == "auto" else settings.device)
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -124,10 +126,16 @@ class Engine:
             raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
         config = validate_policy(policy, policy_config)
         values = {
-            "name": name, "direction": direction, "space": parsed.spec(), "policy": policy,
-            "policy_config": config, "user_metadata": metadata or {},
+            "name": name,
+            "direction": direction,
+            "space": parsed.spec(),
+            "policy": policy,
+            "policy_config": config,
+            "user_metadata": metadata or {},
             "seed": secrets.randbelow(2**31) if seed is None else seed,
-            "policy_state": {}, "policy_state_version": 0, "trial_count": 0,
+            "policy_state": {},
+            "policy_state_version": 0,
+            "trial_count": 0,
             "created_at": utcnow(),
         }
         try:
@@ -156,24 +164,42 @@ class Engine:
     # -- ask -----------------------------------------------------------------------------
 
     def ask(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
+        """Hand out ``count`` trials; runs the policy in this thread when the plan is short."""
+        plan: Plan | None = None
+        for _ in range(MAX_PLAN_ROUNDS):
+            served = self.ask_step(name, count, client_id, key, plan)
+            if isinstance(served, dict):
+                return served
+            plan = self.compute_plan(name, served)
+        raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+
+    async def ask_async(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
+        """``ask`` for an event loop: the short database step runs inline, the policy in a thread."""
+        plan: Plan | None = None
+        for _ in range(MAX_PLAN_ROUNDS):
+            served = self.ask_step(name, count, client_id, key, plan)
+            if isinstance(served, dict):
+                return served
+            plan = await anyio.to_thread.run_sync(self.compute_plan, name, served)
+        raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+
+    def ask_step(self, name: str, count: int, client_id: str | None, key: str | None, plan: Plan | None) -> dict | int:
+        """One write transaction: store ``plan`` if still current, then serve; or return how many points are short."""
         if not 1 <= count <= self.settings.max_ask_count:
             raise InvalidInput("count", f"expected 1..{self.settings.max_ask_count}, got {count}")
         body = {"count": count, "client_id": client_id}
-        plan: Plan | None = None
-        for _ in range(MAX_PLAN_ROUNDS):
-            with self.write.begin() as conn:
-                study = self._study(conn, name, lock=True)
-                if key and (replay := self._replay(conn, study.id, key, "ask", body)) is not None:
-                    return replay
-                if plan is not None and plan.version == study.policy_state_version:
-                    self._store_plan(conn, study, plan)
-                response, short = self._serve(conn, study, count, client_id)
-                if response is not None:
-                    if key:
-                        repo.put_idempotency(conn, study.id, key, request_hash("ask", body), 200, response)
-                    return response
-            plan = self._compute_plan(name, short)
-        raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+        with self.write.begin() as conn:
+            study = self._study(conn, name, lock=True)
+            if key and (replay := self._replay(conn, study.id, key, "ask", body)) is not None:
+                return replay
+            if plan is not None and plan.version == study.policy_state_version:
+                self._store_plan(conn, study, plan)
+            response, short = self._serve(conn, study, count, client_id)
+            if response is None:
+                return short
+            if key:
+                repo.put_idempotency(conn, study.id, key, request_hash("ask", body), 200, response)
+            return response
 
     def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None) -> tuple[dict | None, int]:
         """Hand out ``count`` trials inside the caller's transaction, or say how many points are short."""
@@ -193,10 +219,18 @@ class Engine:
         space = SearchSpace.parse(study.space)
         new = [
             {
-                "study_id": study.id, "number": study.trial_count + i + 1, "state": "running",
-                "params": space.from_unit(p.x), "x": p.x, "value": None, "reason": None,
-                "source": p.source, "client_id": client_id, "lease_expires_at": lease,
-                "created_at": now, "completed_at": None,
+                "study_id": study.id,
+                "number": study.trial_count + i + 1,
+                "state": "running",
+                "params": space.from_unit(p.x),
+                "x": p.x,
+                "value": None,
+                "reason": None,
+                "source": p.source,
+                "client_id": client_id,
+                "lease_expires_at": lease,
+                "created_at": now,
+                "completed_at": None,
             }
             for i, p in enumerate(planned)
         ]
@@ -206,7 +240,7 @@ class Engine:
         out = [{**trial_dict(r), "lease_expires_at": iso(lease)} for r in mine]
         return {"trials": out + [trial_dict(r) for r in new]}, 0
 
-    def _compute_plan(self, name: str, short: int) -> Plan | None:
+    def compute_plan(self, name: str, short: int) -> Plan | None:
         """Run the policy on a snapshot, outside the database lock."""
         with self._study_lock(name):
             with self.db.begin() as conn:
@@ -232,8 +266,11 @@ class Engine:
             X=tensor([r.x for r in done], dim),
             y=tensor([sign * r.value for r in done], 1).reshape(-1),
             X_pending=tensor([r.x for r in pending], dim),
-            count=short, state=state, config=cls.Config.model_validate(study.policy_config),
-            seed=study.seed, device=self.device,
+            count=short,
+            state=state,
+            config=cls.Config.model_validate(study.policy_config),
+            seed=study.seed,
+            device=self.device,
         )
         try:
             try:
@@ -244,7 +281,9 @@ class Engine:
             if X.ndim != 2 or X.shape[1] != dim or X.shape[0] < short or not torch.isfinite(X).all():
                 raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {dim}, finite")
             points = [(row, cls.name) for row in X.clamp(0.0, 1.0).tolist()]
-            return Plan(study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None)
+            return Plan(
+                study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None
+            )
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
             generator = torch.Generator().manual_seed(study.seed + 7919 * (study.policy_state_version + 1))
@@ -256,15 +295,23 @@ class Engine:
         repo.add_plan(conn, study.id, plan.points)
         extra = {"last_policy_error": plan.error} if plan.error else {}
         repo.update_study(
-            conn, study.id, policy_state=plan.state,
-            policy_state_version=study.policy_state_version + 1, **extra,
+            conn,
+            study.id,
+            policy_state=plan.state,
+            policy_state_version=study.policy_state_version + 1,
+            **extra,
         )
 
     # -- tell, heartbeat, external trials ------------------------------------------------
 
     def tell(
-        self, name: str, number: int, value: float | None = None, *,
-        failed: str | None = None, key: str | None = None,
+        self,
+        name: str,
+        number: int,
+        value: float | None = None,
+        *,
+        failed: str | None = None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         if failed is None and (value is None or not math.isfinite(value)):
             raise InvalidInput("value", f"expected a finite number, got {value!r}")
@@ -291,7 +338,9 @@ class Engine:
         # running, or stale (its lease ran out, but a late result is still a result)
         now = utcnow()
         repo.update_trial(conn, trial.id, state="complete", value=value, completed_at=now, lease_expires_at=None)
-        return trial_dict({**trial._mapping, "state": "complete", "value": value, "completed_at": now, "lease_expires_at": None})
+        return trial_dict(
+            {**trial._mapping, "state": "complete", "value": value, "completed_at": now, "lease_expires_at": None}
+        )
 
     def _fail(self, conn: Connection, trial: Row, reason: str) -> dict[str, Any]:
         if trial.state == "failed":
@@ -300,7 +349,9 @@ class Engine:
             raise Conflict(f"state: trial {trial.number} was already told the value {trial.value}")
         now = utcnow()
         repo.update_trial(conn, trial.id, state="failed", reason=reason, completed_at=now, lease_expires_at=None)
-        return trial_dict({**trial._mapping, "state": "failed", "reason": reason, "completed_at": now, "lease_expires_at": None})
+        return trial_dict(
+            {**trial._mapping, "state": "failed", "reason": reason, "completed_at": now, "lease_expires_at": None}
+        )
 
     def heartbeat(self, name: str, number: int) -> dict[str, Any]:
         with self.write.begin() as conn:
@@ -325,9 +376,18 @@ class Engine:
                 raise InvalidInput(exc.field, exc.message) from None
             now = utcnow()
             row = {
-                "study_id": study.id, "number": study.trial_count + 1, "state": "complete",
-                "params": params, "x": x, "value": float(value), "reason": None, "source": "external",
-                "client_id": None, "lease_expires_at": None, "created_at": now, "completed_at": now,
+                "study_id": study.id,
+                "number": study.trial_count + 1,
+                "state": "complete",
+                "params": params,
+                "x": x,
+                "value": float(value),
+                "reason": None,
+                "source": "external",
+                "client_id": None,
+                "lease_expires_at": None,
+                "created_at": now,
+                "completed_at": now,
             }
             repo.insert_trials(conn, [row])
             repo.update_study(conn, study.id, trial_count=study.trial_count + 1)

@@ -71,7 +71,7 @@ def _number(field: str, raw: Any) -> float:
 def _parse_param(name: str, spec: Any) -> Param:
     where = f"space.{name}"
     if not isinstance(spec, dict):
-        raise SpaceError(where, "expected an object like {\"type\": \"float\", \"low\": 0, \"high\": 1}")
+        raise SpaceError(where, 'expected an object like {"type": "float", "low": 0, "high": 1}')
     unknown = set(spec) - {"type", "low", "high", "log"}
     if unknown:
         raise SpaceError(where, f"unknown keys {sorted(unknown)}; expected type, low, high, log")
@@ -144,6 +144,8 @@ class SearchSpace:
             if p.type == "int" and value != int(value):
                 raise SpaceError(where, f"expected a whole number, got {value}")
             if not p.low <= value <= p.high:
-                raise SpaceError(where, f"expected a value in [{p.spec()['low']}, {p.spec()['high']}], got {params[p.name]}")
+                raise SpaceError(
+                    where, f"expected a value in [{p.spec()['low']}, {p.spec()['high']}], got {params[p.name]}"
+                )
             unit.append(p.to_unit(value))
         return unit

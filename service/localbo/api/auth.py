@@ -43,13 +43,15 @@ def parse_tokens(raw: str) -> dict[str, Principal]:
             elif kind in ("read", "write") and pattern:
                 (read if kind == "read" else write).append(pattern)
             else:
-                raise ValueError(f"LOCALBO_TOKENS: unknown scope {scope!r}; expected admin, read:PATTERN or write:PATTERN")
+                raise ValueError(
+                    f"LOCALBO_TOKENS: unknown scope {scope!r}; expected admin, read:PATTERN or write:PATTERN"
+                )
         tokens[token.strip()] = Principal(admin, tuple(read), tuple(write))
     return tokens
 
 
-def principal(request: Request) -> Principal:
-    """FastAPI dependency: who is calling (401 when tokens are configured and none fits)."""
+async def principal(request: Request) -> Principal:
+    """FastAPI dependency (async: no thread hop): who is calling, 401 if no token fits."""
     tokens: dict[str, Principal] = request.app.state.tokens
     if not tokens:
         return ANONYMOUS_ADMIN

@@ -11,7 +11,7 @@ from localbo.api.schemas import STUDY_NAME
 from localbo.engine import Engine
 
 
-def get_engine(request: Request) -> Engine:
+async def get_engine(request: Request) -> Engine:
     return request.app.state.engine
 
 

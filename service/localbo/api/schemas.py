@@ -58,7 +58,8 @@ class StudyList(BaseModel):
 class AskRequest(Strict):
     count: int = Field(default=1, ge=1, description="How many trials to hand out")
     client_id: str | None = Field(
-        default=None, max_length=200,
+        default=None,
+        max_length=200,
         description="The evaluator's id: a re-ask gets its own running trials back first",
     )
 

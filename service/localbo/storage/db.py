@@ -17,9 +17,7 @@ def is_sqlite(url: str) -> bool:
 def make_engine(url: str, sqlite_synchronous: str = "FULL") -> Engine:
     """An engine whose ``begin()`` is a read transaction; see ``writer`` for writes."""
     if is_sqlite(url):
-        engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30.0}, pool_size=16
-        )
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30.0}, pool_size=16)
         _setup_sqlite(engine, sqlite_synchronous)
         return engine
     # No pre-ping: it costs a round trip per transaction; recycle old connections instead.

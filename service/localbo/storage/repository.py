@@ -143,18 +143,14 @@ def running_of_client(conn: Connection, study_id: int, client_id: str, limit: in
 
 def extend_leases(conn: Connection, trial_ids: list[int], expires_at: datetime) -> None:
     if trial_ids:
-        conn.execute(
-            update(trials).where(trials.c.id.in_(trial_ids)).values(lease_expires_at=expires_at)
-        )
+        conn.execute(update(trials).where(trials.c.id.in_(trial_ids)).values(lease_expires_at=expires_at))
 
 
 def list_trials(
     conn: Connection, study_id: int, *, after: int = 0, limit: int | None = None, state: str | None = None
 ) -> Sequence[Row]:
     query = (
-        select(*TRIAL_COLUMNS)
-        .where(trials.c.study_id == study_id, trials.c.number > after)
-        .order_by(trials.c.number)
+        select(*TRIAL_COLUMNS).where(trials.c.study_id == study_id, trials.c.number > after).order_by(trials.c.number)
     )
     if state is not None:
         query = query.where(trials.c.state == state)
@@ -180,9 +176,7 @@ def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Ro
         .where(trials.c.study_id == study_id, trials.c.state == "complete")
         .order_by(trials.c.number)
     ).all()
-    pending = conn.execute(
-        select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "running")
-    ).all()
+    pending = conn.execute(select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "running")).all()
     pending = [*pending, *conn.execute(select(plan.c.x).where(plan.c.study_id == study_id)).all()]
     return done, pending
 
@@ -200,9 +194,7 @@ def take_plan(conn: Connection, study_id: int, limit: int) -> Sequence[Row]:
 
 
 def count_plan(conn: Connection, study_id: int) -> int:
-    return conn.execute(
-        select(func.count()).select_from(plan).where(plan.c.study_id == study_id)
-    ).scalar_one()
+    return conn.execute(select(func.count()).select_from(plan).where(plan.c.study_id == study_id)).scalar_one()
 
 
 def add_plan(conn: Connection, study_id: int, points: list[tuple[list[float], str]], priority: int = 0) -> None:
@@ -234,7 +226,10 @@ def put_idempotency(
 ) -> None:
     conn.execute(
         insert(idempotency).values(
-            study_id=study_id, key=key, request_hash=request_hash,
-            status_code=status_code, response=response,
+            study_id=study_id,
+            key=key,
+            request_hash=request_hash,
+            status_code=status_code,
+            response=response,
         )
     )
