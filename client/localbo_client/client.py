@@ -7,6 +7,7 @@ was lost hands back the same trials.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -206,6 +207,7 @@ class Study:
         return trials[0] if count == 1 else trials
 
     def tell(self, trial: Trial | int, value: float) -> Trial:
+        value = _finite(value)
         number = trial.number if isinstance(trial, Trial) else int(trial)
         data = self.client.request(
             "POST", f"{self._path}/trials/{number}/tell", json={"value": float(value)}, idempotent=True
@@ -230,6 +232,7 @@ class Study:
 
     def add_trial(self, params: dict[str, Any], value: float) -> Trial:
         """Record an evaluation made elsewhere (warm start)."""
+        value = _finite(value)
         data = self.client.request(
             "POST", f"{self._path}/trials", json={"params": params, "value": float(value)}, idempotent=True
         )
@@ -304,6 +307,14 @@ class Study:
             trial.lease_expires_at = fresh.lease_expires_at
             return trial
         return fresh
+
+
+def _finite(value: float) -> float:
+    """JSON has no NaN or infinity; say so here rather than fail inside the encoder."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"value: expected a finite number, got {value}")
+    return value
 
 
 def _detail(response: httpx.Response) -> str:

@@ -125,3 +125,7 @@ def studies_export(
         typer.echo(trials_csv(study, trials), nl=False)
     else:
         raise typer.BadParameter("expected csv or json", param_hint="--format")
+
+
+if __name__ == "__main__":
+    app()

@@ -9,7 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LOCALBO_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="LOCALBO_", extra="ignore", populate_by_name=True)
 
     database_url: str = Field(
         default="sqlite:///./localbo.db",

@@ -44,10 +44,15 @@ def register(cls: type[Policy]) -> type[Policy]:
 
 
 @cache
-def registry() -> dict[str, type[Policy]]:
+def _import_policy_modules() -> None:
     for module in pkgutil.iter_modules(__path__):
         if module.name != "base" and not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}")
+
+
+def registry() -> dict[str, type[Policy]]:
+    """Every known policy by name (the package's modules, and any registered elsewhere)."""
+    _import_policy_modules()
     return dict(sorted(_POLICIES.items()))
 
 

@@ -1,0 +1,22 @@
+# The two commands of a newcomer: `make run` (set up, then serve on SQLite) and `make test`.
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint bench
+
+$(STAMP): pyproject.toml client/pyproject.toml scripts/setup.sh
+	bash scripts/setup.sh
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/localbo serve
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check service client tests benchmarks migrations
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/asktell_throughput.py

@@ -1,0 +1,747 @@
+"""Ask/tell throughput: localbo over HTTP against Optuna's RDBStorage, on SQLite and Postgres.
+
+What it measures: complete ask/tell cycles per second for the ``random`` policy on 10
+float parameters in [0, 1] with a trivial objective (sum of squares), so nothing but
+the overhead of handing out and storing trials is timed.
+
+* localbo: ``python -m localbo.cli serve`` runs as a subprocess on a fresh database;
+  the thin client (``localbo_client.Client``, ``study.ask()``, ``study.tell()``) drives
+  it over loopback HTTP with 1 client, and with 8 threads (each its own ``Client`` and
+  ``client_id``) on one study. Afterwards the stored trials are read back and checked:
+  numbers 1..N without gaps, all complete, each value matching its parameters.
+* Optuna: ``RDBStorage`` in this process on a fresh database of the same kind (SQLite
+  in WAL mode with ``synchronous=NORMAL``, as localbo uses; Postgres), ``RandomSampler``,
+  each trial = ``study.ask()`` + 10 x ``trial.suggest_float`` + ``study.tell()``, with
+  1 thread and with 8 threads sharing the study.
+
+Run it from the repository root with the project's environment::
+
+    .venv/bin/python benchmarks/asktell_throughput.py                  # full run, ~3-5 min
+    .venv/bin/python benchmarks/asktell_throughput.py --backends sqlite
+    .venv/bin/python benchmarks/asktell_throughput.py --smoke          # seconds; writes to a temp dir
+    .venv/bin/python benchmarks/asktell_throughput.py --smoke --out /tmp/bench
+
+The full run writes ``benchmarks/results/asktell_throughput.{md,json}`` (or into
+``--out``). ``--smoke`` never writes there: without ``--out`` it uses a temp dir.
+Postgres is reached through ``LOCALBO_BENCH_PG`` (default
+``postgresql+psycopg://postgres@127.0.0.1:5432/test``); a fresh database is created
+for each system and dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import math
+import os
+import platform
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "benchmarks" / "results"
+RESULT_NAME = "asktell_throughput"
+PG_ADMIN_URL = os.environ.get("LOCALBO_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+DIM = 10
+GOAL_RATIO = 10.0
+MAX_ERRORS = 50  # per configuration; past this the run of that configuration stops
+WARMUP = 10  # untimed cycles per server / storage before the first timed configuration
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    backend: str
+    system: str
+    clients: int
+    trials: int  # cycles asked for
+    done: int  # cycles that completed (ask and tell both returned)
+    seconds: float
+    trials_per_s: float
+    p50_ms: float
+    p99_ms: float
+    errors: int  # exceptions raised to the caller
+    retries: int  # 5xx answers / connection errors the localbo client retried (0 for optuna)
+    verified: bool
+    check: str  # what the read-back found
+    client_cpu_s: float  # CPU of this process during the run
+    server_cpu_s: float | None  # CPU of the localbo server process during the run
+    error_samples: list[str] = field(default_factory=list)
+
+
+def summarize(latencies: list[float]) -> tuple[float, float]:
+    if not latencies:
+        return math.nan, math.nan
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+    return statistics.median(ordered) * 1000, p99 * 1000
+
+
+def objective(params: dict[str, float]) -> float:
+    return sum(v * v for v in params.values())
+
+
+def space() -> dict[str, dict[str, Any]]:
+    return {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(DIM)}
+
+
+def split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+class ErrorLog:
+    """Exceptions seen by the worker threads: a count and the first few messages."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.samples: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, exc: BaseException) -> None:
+        with self._lock:
+            self.count += 1
+            if len(self.samples) < 5:
+                self.samples.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+
+    @property
+    def too_many(self) -> bool:
+        return self.count >= MAX_ERRORS
+
+
+def run_threads(
+    counts: list[int], make_worker: Callable[[int], Callable[[], None]], cycle: Callable[[Any, int], None]
+) -> tuple[float, list[float], int]:
+    """Run ``cycle`` ``counts[i]`` times in thread i, all starting together.
+
+    ``make_worker(i)`` builds the per-thread state (untimed); returns the wall time,
+    the per-cycle latencies and how many cycles completed.
+    """
+    states = [make_worker(i) for i in range(len(counts))]
+    barrier = threading.Barrier(len(counts) + 1)
+    latencies: list[list[float]] = [[] for _ in counts]
+
+    def work(i: int) -> None:
+        barrier.wait()
+        for _ in range(counts[i]):
+            t0 = time.perf_counter()
+            if cycle(states[i], i):
+                latencies[i].append(time.perf_counter() - t0)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(counts))]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    flat = [x for lat in latencies for x in lat]
+    return wall, flat, len(flat)
+
+
+# -- databases ----------------------------------------------------------------------------
+
+
+def pg_available() -> bool:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(PG_ADMIN_URL)
+    try:
+        with socket.create_connection((url.host or "127.0.0.1", url.port or 5432), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def fresh_database(backend: str, workdir: Path, label: str) -> Iterator[str]:
+    """A URL to a database made for this run only: an SQLite file, or a new Postgres database."""
+    if backend == "sqlite":
+        yield f"sqlite:///{workdir / f'{label}.db'}"
+        return
+    from sqlalchemy import create_engine, text
+
+    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+# -- localbo over HTTP --------------------------------------------------------------------
+
+
+class CountingTransport(httpx.HTTPTransport):
+    """Counts the answers the client will retry (5xx) and the transport errors."""
+
+    def __init__(self, counter: list[int]) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = super().handle_request(request)
+        except httpx.TransportError:
+            self.counter[0] += 1
+            raise
+        if response.status_code >= 500:
+            self.counter[0] += 1
+        return response
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process, from /proc (Linux); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """``python -m localbo.cli serve`` on a free loopback port, its output in a log file."""
+
+    def __init__(self, db_url: str, log_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
+        env = {**os.environ, "LOCALBO_DATABASE_URL": db_url}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "localbo.cli", "serve", "--port", str(self.port)],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self._log.close()
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server did not answer /healthz within 90 s")
+
+    def cpu(self) -> float | None:
+        return proc_cpu_seconds(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def log_errors(self) -> list[str]:
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [ln for ln in lines if "Traceback" in ln or "ERROR" in ln or "Error:" in ln]
+
+
+def verify_localbo(url: str, name: str, expected: int) -> tuple[bool, str]:
+    """Read the study back: numbers 1..expected without gaps, all complete, values right."""
+    from localbo_client import Client
+
+    with Client(url) as client:
+        trials = client.get_study(name).trials(page_size=1000)
+    numbers = [t.number for t in trials]
+    complete = [t for t in trials if t.state == "complete"]
+    wrong = [t.number for t in complete if not math.isclose(t.value, objective(t.params), rel_tol=1e-9)]
+    problems = []
+    if numbers != list(range(1, len(numbers) + 1)):
+        missing = sorted(set(range(1, max(numbers, default=0) + 1)) - set(numbers))
+        problems.append(f"gaps or disorder in numbers (missing {missing[:10]})")
+    if len(trials) != expected:
+        problems.append(f"{len(trials)} trials stored, expected {expected}")
+    if len(complete) != expected:
+        states: dict[str, int] = {}
+        for t in trials:
+            states[t.state] = states.get(t.state, 0) + 1
+        problems.append(f"{len(complete)} complete, expected {expected} (states {states})")
+    if wrong:
+        problems.append(f"values not matching params for trials {wrong[:10]}")
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"{expected} complete trials, numbers 1..{expected}, no gaps"
+
+
+def bench_localbo(server: Server, backend: str, clients: int, trials: int) -> Row:
+    from localbo_client import Client
+
+    name = f"bench-{clients}c-{uuid.uuid4().hex[:8]}"
+    retries = [0]
+    errors = ErrorLog()
+    with Client(server.url) as admin:
+        admin.create_study(name, space(), policy="random", seed=12345)
+    made: list[Client] = []
+
+    def make_worker(i: int) -> tuple[Any, str]:
+        client = Client(server.url, transport=CountingTransport(retries))
+        made.append(client)
+        return client.get_study(name), f"bench-{clients}c-{i}"
+
+    def cycle(state: tuple[Any, str], _: int) -> bool:
+        if errors.too_many:
+            return False
+        study, client_id = state
+        try:
+            trial = study.ask(client_id=client_id)
+            study.tell(trial, objective(trial.params))
+        except Exception as exc:  # noqa: BLE001 - counted and reported
+            errors.add(exc)
+            return False
+        return True
+
+    cpu0, server0 = time.process_time(), server.cpu()
+    try:
+        wall, latencies, done = run_threads(split(trials, clients), make_worker, cycle)
+    finally:
+        for client in made:
+            client.close()
+    cpu, server1 = time.process_time() - cpu0, server.cpu()
+    verified, check = verify_localbo(server.url, name, trials)
+    p50, p99 = summarize(latencies)
+    return Row(
+        backend=backend,
+        system="localbo over HTTP",
+        clients=clients,
+        trials=trials,
+        done=done,
+        seconds=wall,
+        trials_per_s=done / wall if wall > 0 else 0.0,
+        p50_ms=p50,
+        p99_ms=p99,
+        errors=errors.count,
+        retries=retries[0],
+        verified=verified,
+        check=check,
+        client_cpu_s=cpu,
+        server_cpu_s=None if server0 is None or server1 is None else server1 - server0,
+        error_samples=errors.samples,
+    )
+
+
+def warm_localbo(server: Server) -> None:
+    """A few untimed cycles: imports, connection pools and the first policy call."""
+    from localbo_client import Client
+
+    with Client(server.url) as client:
+        study = client.create_study(f"warmup-{uuid.uuid4().hex[:8]}", space(), policy="random", seed=1)
+        for _ in range(WARMUP):
+            trial = study.ask(client_id="warmup")
+            study.tell(trial, objective(trial.params))
+
+
+# -- Optuna in process --------------------------------------------------------------------
+
+
+def optuna_storage(url: str) -> Any:
+    import optuna
+
+    if url.startswith("sqlite"):
+        path = url.removeprefix("sqlite:///")
+
+        def connect() -> sqlite3.Connection:
+            # WAL and synchronous=NORMAL as localbo's server uses, and the same busy timeout.
+            conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            return conn
+
+        return optuna.storages.RDBStorage(url, engine_kwargs={"creator": connect})
+    return optuna.storages.RDBStorage(url)
+
+
+def bench_optuna(storage: Any, backend: str, threads: int, trials: int) -> Row:
+    import optuna
+
+    name = f"bench-{threads}t-{uuid.uuid4().hex[:8]}"
+    study = optuna.create_study(study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler(seed=12345))
+    errors = ErrorLog()
+
+    def cycle(_: None, __: int) -> bool:
+        if errors.too_many:
+            return False
+        try:
+            trial = study.ask()
+            params = {f"x{i}": trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(DIM)}
+            study.tell(trial, objective(params))
+        except Exception as exc:  # noqa: BLE001 - counted and reported
+            errors.add(exc)
+            return False
+        return True
+
+    cpu0 = time.process_time()
+    wall, latencies, done = run_threads(split(trials, threads), lambda _: None, cycle)
+    cpu = time.process_time() - cpu0
+    stored = study.get_trials(deepcopy=False)
+    complete = sum(1 for t in stored if t.state == optuna.trial.TrialState.COMPLETE)
+    verified = complete == trials and len(stored) == trials
+    check = f"{complete} complete of {len(stored)} stored, expected {trials}"
+    p50, p99 = summarize(latencies)
+    return Row(
+        backend=backend,
+        system="optuna RDB in-process",
+        clients=threads,
+        trials=trials,
+        done=done,
+        seconds=wall,
+        trials_per_s=done / wall if wall > 0 else 0.0,
+        p50_ms=p50,
+        p99_ms=p99,
+        errors=errors.count,
+        retries=0,
+        verified=verified,
+        check=check,
+        client_cpu_s=cpu,
+        server_cpu_s=None,
+        error_samples=errors.samples,
+    )
+
+
+def warm_optuna(storage: Any) -> None:
+    import optuna
+
+    study = optuna.create_study(study_name=f"warmup-{uuid.uuid4().hex[:8]}", storage=storage)
+    for _ in range(WARMUP):
+        trial = study.ask()
+        study.tell(trial, sum(trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(DIM)))
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    backends: list[str]
+    localbo: list[tuple[int, int]]  # (clients, total trials)
+    optuna: list[tuple[int, int]]  # (threads, total trials)
+    smoke: bool
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    backends = [b.strip() for b in (args.backends or ("sqlite" if args.smoke else "sqlite,postgres")).split(",")]
+    unknown = set(backends) - {"sqlite", "postgres"}
+    if unknown or not backends:
+        raise SystemExit(f"--backends: expected a comma-separated subset of sqlite,postgres, got {args.backends!r}")
+    if args.smoke:
+        n = args.trials or 20
+        return Plan(backends, [(1, n), (2, n)], [(1, n)], smoke=True)
+    n = args.trials or 1000
+    m = args.optuna_trials or 300
+    return Plan(backends, [(1, n), (8, n)], [(1, m), (8, m)], smoke=False)
+
+
+def progress(message: str) -> None:
+    print(message, flush=True)
+
+
+def describe(row: Row) -> str:
+    flag = "" if row.verified else "  CHECK FAILED: " + row.check
+    return (
+        f"  -> {row.done}/{row.trials} cycles in {row.seconds:.2f} s = {row.trials_per_s:.1f}/s "
+        f"(p50 {row.p50_ms:.1f} ms, p99 {row.p99_ms:.1f} ms, errors {row.errors}, retries {row.retries}){flag}"
+    )
+
+
+def run(plan: Plan, workdir: Path) -> tuple[list[Row], dict[str, list[str]]]:
+    rows: list[Row] = []
+    server_errors: dict[str, list[str]] = {}
+    for backend in plan.backends:
+        with fresh_database(backend, workdir, "localbo") as url:
+            progress(f"[{backend}] starting localbo server ...")
+            server = Server(url, workdir / f"server-{backend}.log")
+            try:
+                warm_localbo(server)
+                for clients, trials in plan.localbo:
+                    progress(f"[{backend}] localbo over HTTP, {clients} client(s), {trials} trials ...")
+                    rows.append(bench_localbo(server, backend, clients, trials))
+                    progress(describe(rows[-1]))
+            finally:
+                server.stop()
+                server_errors[backend] = server.log_errors()
+        with fresh_database(backend, workdir, "optuna") as url:
+            storage = optuna_storage(url)
+            try:
+                warm_optuna(storage)
+                for threads, trials in plan.optuna:
+                    progress(f"[{backend}] optuna RDB in-process, {threads} thread(s), {trials} trials ...")
+                    rows.append(bench_optuna(storage, backend, threads, trials))
+                    progress(describe(rows[-1]))
+            finally:
+                storage.engine.dispose()
+    return rows, server_errors
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("localbo", "optuna", "sqlalchemy", "psycopg", "fastapi", "uvicorn", "httpx", "torch"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def postgres_version() -> str | None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(PG_ADMIN_URL)
+    try:
+        with engine.connect() as conn:
+            return str(conn.execute(text("SHOW server_version")).scalar())
+    except Exception:  # noqa: BLE001 - only for the report
+        return None
+    finally:
+        engine.dispose()
+
+
+def ratios(rows: list[Row]) -> dict[str, dict[str, float]]:
+    """localbo / optuna trials per second, per backend and client count."""
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.system != "localbo over HTTP":
+            continue
+        for o in rows:
+            if o.system != "localbo over HTTP" and o.backend == r.backend and o.clients == r.clients:
+                if o.trials_per_s > 0:
+                    out.setdefault(r.backend, {})[str(r.clients)] = r.trials_per_s / o.trials_per_s
+    return out
+
+
+def table(rows: list[Row]) -> str:
+    head = (
+        "| backend | system | clients | trials | seconds | trials/s | p50 ms | p99 ms | errors | retries "
+        "| server CPU ms/trial | client CPU ms/trial | check |"
+    )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        server_cpu = f"{1000 * r.server_cpu_s / r.done:.2f}" if r.server_cpu_s is not None and r.done else "-"
+        client_cpu = f"{1000 * r.client_cpu_s / r.done:.2f}" if r.done else "-"
+        lines.append(
+            f"| {r.backend} | {r.system} | {r.clients} | {r.done}/{r.trials} | {r.seconds:.2f} | "
+            f"{r.trials_per_s:.1f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.errors} | {r.retries} | "
+            f"{server_cpu} | {client_cpu} | {'ok' if r.verified else 'FAILED: ' + r.check} |"
+        )
+    return "\n".join(lines)
+
+
+def find(rows: list[Row], backend: str, system: str, clients: int) -> Row | None:
+    return next((r for r in rows if (r.backend, r.system, r.clients) == (backend, system, clients)), None)
+
+
+def findings(rows: list[Row], plan: Plan, cpus: int) -> list[str]:
+    """The 'what this shows' paragraph, sentence by sentence, from the numbers."""
+    out: list[str] = []
+    multi = max(c for c, _ in plan.localbo)
+    for backend in plan.backends:
+        lb1 = find(rows, backend, "localbo over HTTP", 1)
+        op1 = find(rows, backend, "optuna RDB in-process", 1)
+        if lb1 is None or op1 is None or op1.trials_per_s <= 0:
+            continue
+        ratio = lb1.trials_per_s / op1.trials_per_s
+        verdict = "reaches" if ratio >= GOAL_RATIO else "does NOT reach"
+        text = (
+            f"On {backend}, one localbo client over HTTP completes {lb1.trials_per_s:.0f} ask/tell cycles/s "
+            f"against Optuna's {op1.trials_per_s:.0f}/s in-process: {ratio:.1f}x, so localbo {verdict} the "
+            f"{GOAL_RATIO:.0f}x goal with one client."
+        )
+        if lb1.server_cpu_s is not None and lb1.done:
+            server_ms = 1000 * lb1.server_cpu_s / lb1.done
+            wall_ms = 1000 * lb1.seconds / lb1.done
+            client_ms = 1000 * lb1.client_cpu_s / lb1.done
+            text += (
+                f" A cycle (two HTTP requests, one write transaction each) takes {wall_ms:.2f} ms of wall time, "
+                f"of which the server process spends {server_ms:.2f} ms of CPU and the client "
+                f"{client_ms:.2f} ms; the rest is waiting (database commit, loopback, scheduling)."
+            )
+        lbm = find(rows, backend, "localbo over HTTP", multi)
+        if lbm is not None and multi > 1:
+            text += (
+                f" With {multi} clients on one study localbo does {lbm.trials_per_s:.0f}/s "
+                f"({lbm.trials_per_s / lb1.trials_per_s:.2f}x one client): every ask and tell takes the study's "
+                f"write lock (SQLite's database lock, a row lock on Postgres), the server is a single process, and "
+                f"here the {multi} client threads share {cpus} CPU core(s) with it."
+            )
+        opm = find(rows, backend, "optuna RDB in-process", multi)
+        if opm is not None and multi > 1:
+            text += f" Optuna with {multi} threads: {opm.trials_per_s:.0f}/s, {opm.errors} error(s)."
+        out.append(text)
+    bad = [r for r in rows if r.errors or not r.verified]
+    if bad:
+        out.append(
+            "Problems seen: "
+            + "; ".join(f"{r.backend}/{r.system}/{r.clients}: {r.errors} errors, check {r.check}" for r in bad)
+            + "."
+        )
+    else:
+        out.append("No configuration raised an error, and every localbo study read back complete and gap-free.")
+    out.append(
+        "Caveats: client(s), server and database share this one machine, so the numbers are the service's "
+        "overhead on loopback, not a network deployment; Optuna runs without any HTTP layer (in-process "
+        "RDBStorage), which favours it; the objective is trivial, so this is the ceiling of ask/tell rate, "
+        "not what an expensive objective would see."
+    )
+    return out
+
+
+def write_results(rows: list[Row], plan: Plan, out: Path, server_errors: dict[str, list[str]], started: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    cpus = os.cpu_count() or 1
+    meta = {
+        "date": started,
+        "smoke": plan.smoke,
+        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpus,
+        "machine": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "versions": versions(),
+        "postgres_server": postgres_version() if "postgres" in plan.backends else None,
+        "dim": DIM,
+        "policy": "random (localbo), RandomSampler (optuna)",
+        "warmup_cycles": WARMUP,
+    }
+    found = findings(rows, plan, meta["nproc"])
+    data = {
+        "meta": meta,
+        "rows": [asdict(r) for r in rows],
+        "ratio_localbo_over_optuna": ratios(rows),
+        "goal_ratio_one_client": GOAL_RATIO,
+        "server_log_errors": server_errors,
+        "findings": found,
+    }
+    (out / f"{RESULT_NAME}.json").write_text(json.dumps(data, indent=2, allow_nan=True) + "\n")
+    v = meta["versions"]
+    ratio_lines = []
+    for backend, by_clients in ratios(rows).items():
+        one = by_clients.get("1")
+        if one is not None:
+            ok = "yes" if one >= GOAL_RATIO else "no"
+            ratio_lines.append(f"| {backend} | {one:.1f}x | {ok} |")
+    md = [
+        "# Ask/tell throughput: localbo over HTTP vs Optuna RDBStorage",
+        "",
+        "Written by `benchmarks/asktell_throughput.py`" + (" (smoke run)" if plan.smoke else "") + ".",
+        "",
+        f"- date: {started}",
+        f"- machine: {meta['nproc']} CPU core(s) (nproc), {meta['processor']}, {meta['machine']}",
+        f"- python {v['python']}; localbo {v['localbo']}, optuna {v['optuna']}, sqlalchemy {v['sqlalchemy']}, "
+        f"psycopg {v['psycopg']}, fastapi {v['fastapi']}, uvicorn {v['uvicorn']}, httpx {v['httpx']}",
+        f"- postgres server: {meta['postgres_server'] or 'not used'}",
+        "- workload: 10 float parameters in [0, 1], objective = sum of squares; localbo policy `random`, "
+        "Optuna `RandomSampler`; a fresh database per system and backend; "
+        f"{WARMUP} untimed warm-up cycles on a separate study first",
+        "- localbo: `python -m localbo.cli serve` (1 process) on loopback, thin client "
+        "`localbo_client` (`study.ask(client_id=...)` + `study.tell(trial, value)`); N clients = N threads, "
+        "each its own `Client` and `client_id`, on one study",
+        "- optuna: `RDBStorage` in the benchmark process (SQLite in WAL mode, synchronous=NORMAL, like "
+        "localbo), each trial = `study.ask()` + 10 x `suggest_float` + `study.tell()`; N threads share the study",
+        "",
+        "## Results",
+        "",
+        table(rows),
+        "",
+        "`errors` = exceptions raised to the caller; `retries` = 5xx answers / connection errors the localbo "
+        "client retried by itself; `check` = localbo: the trials read back over the API are exactly numbers "
+        "1..N, all complete, each value matching its parameters; optuna: the number of complete trials stored. "
+        "Server CPU is the localbo server process's CPU time (from /proc) over the run; client CPU is the "
+        "benchmark process's (for Optuna that is all of Optuna's work).",
+        "",
+        "## localbo / optuna, one client",
+        "",
+        f"| backend | ratio | >= {GOAL_RATIO:.0f}x |",
+        "|---|---|---|",
+        *ratio_lines,
+        "",
+        "## What this shows",
+        "",
+        " ".join(found),
+        "",
+    ]
+    if any(server_errors.values()):
+        md += ["## Errors in the server log", ""]
+        for backend, lines in server_errors.items():
+            md += [f"- {backend}: {len(lines)} line(s), first: `{lines[0][:200]}`"] if lines else []
+        md.append("")
+    (out / f"{RESULT_NAME}.md").write_text("\n".join(md))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--trials", type=int, help="localbo trials per configuration (default 1000; smoke 20)")
+    parser.add_argument("--optuna-trials", type=int, help="optuna trials per configuration (default 300)")
+    parser.add_argument("--smoke", action="store_true", help="tiny run (1 and 2 clients); never writes the results")
+    parser.add_argument("--backends", help="comma-separated: sqlite,postgres (default both; smoke: sqlite)")
+    parser.add_argument("--out", type=Path, help=f"where to write the results (default {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    plan = make_plan(args)
+    if args.smoke:
+        if args.out is not None and args.out.resolve() == DEFAULT_OUT.resolve():
+            parser.error("--smoke does not write into benchmarks/results; pass another --out")
+        out = args.out or Path(tempfile.mkdtemp(prefix="asktell-smoke-"))
+    else:
+        out = args.out or DEFAULT_OUT
+    if "postgres" in plan.backends and not pg_available():
+        print(f"Postgres is not reachable at {PG_ADMIN_URL} (set LOCALBO_BENCH_PG)", file=sys.stderr)
+        return 2
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="asktell-bench-") as tmp:
+        rows, server_errors = run(plan, Path(tmp))
+    progress(f"\ndone in {time.monotonic() - t0:.0f} s\n")
+    progress(table(rows))
+    for backend, by_clients in ratios(rows).items():
+        progress(f"localbo/optuna on {backend}: " + ", ".join(f"{c} client(s) {r:.1f}x" for c, r in by_clients.items()))
+    write_results(rows, plan, out, server_errors, started)
+    progress(f"\nwrote {out / (RESULT_NAME + '.md')} and {out / (RESULT_NAME + '.json')}")
+    # Optuna's own errors (e.g. "database is locked" with threads) are a finding, not a failed run.
+    failed = [r for r in rows if r.done == 0 or (r.system == "localbo over HTTP" and (r.errors or not r.verified))]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

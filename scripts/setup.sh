@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Creates .venv and installs localbo (server, policies, CLI), its client and the test tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+# torch first, pinned: this release's CPU wheel is on the project's machines; an unpinned
+# torch would pull a multi-GB CUDA build. Override with TORCH_SPEC (e.g. for a GPU worker).
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -m pip install -q "$TORCH_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import torch" || { echo "torch did not install ($TORCH_SPEC)" >&2; exit 1; }
+.venv/bin/python -m pip install -q -e ".[dev]" -e ./client 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import localbo, localbo_client, botorch" || { echo "localbo did not install" >&2; exit 1; }
+touch .venv/.installed
+echo "set up: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

@@ -1,0 +1,135 @@
+"""Fixtures that start real parts: SQLite files, a database on the real Postgres, live servers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+PG_ADMIN_URL = os.environ.get("LOCALBO_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+BACKENDS = ["sqlite", "postgres"]
+
+
+def _pg_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh database on the real Postgres for this test session, dropped afterwards."""
+    if not _pg_available():
+        pytest.fail("Postgres is not running on 127.0.0.1:5432 (start it; see .ci/run)")
+    name = f"localbo_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each storage test runs twice: on an SQLite file and on the real Postgres."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'localbo.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+def make_settings(db_url: str, **overrides: object):  # noqa: ANN201
+    from localbo.config import Settings
+
+    return Settings(database_url=db_url, **overrides)
+
+
+@pytest.fixture
+def make_client(db_url: str):  # noqa: ANN201
+    """Build in-process API clients (FastAPI's TestClient) on the test's database."""
+    from fastapi.testclient import TestClient
+
+    from localbo.api import create_app
+
+    made: list[TestClient] = []
+
+    def make(**overrides: object) -> TestClient:
+        client = TestClient(create_app(make_settings(db_url, **overrides)))
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+        client.app.state.engine.close()
+
+
+@pytest.fixture
+def api(make_client):  # noqa: ANN001, ANN201
+    return make_client()
+
+
+def unique(prefix: str = "s") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """``localbo serve`` in its own process, on a free loopback port."""
+
+    def __init__(self, db_url: str, **env: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.devnull, "w")  # noqa: SIM115
+        full_env = {**os.environ, "LOCALBO_DATABASE_URL": db_url, **env}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "localbo.cli", "serve", "--port", str(self.port)],
+            env=full_env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("server did not answer /healthz within 60 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def live_server(db_url: str) -> Iterator[LiveServer]:
+    server = LiveServer(db_url)
+    yield server
+    server.stop()

@@ -1,0 +1,43 @@
+"""The pure policy interface and the two baseline policies (no server, no database)."""
+
+from __future__ import annotations
+
+import torch
+
+from localbo.policies import SuggestRequest, get_policy, registry
+
+
+def request(policy: str, *, count: int = 4, dim: int = 3, state: dict | None = None, seed: int = 7) -> SuggestRequest:
+    cls = get_policy(policy)
+    empty = torch.empty(0, dim, dtype=torch.float64)
+    return SuggestRequest(
+        dim=dim, X=empty, y=torch.empty(0, dtype=torch.float64), X_pending=empty, count=count,
+        state=state or {}, config=cls.Config(), seed=seed,
+    )
+
+
+def test_registry_lists_the_baselines() -> None:
+    assert {"random", "sobol"} <= set(registry())
+
+
+def test_sobol_is_one_scrambled_sequence_per_seed_continued_across_calls() -> None:
+    sobol = get_policy("sobol")()
+    whole = sobol.suggest(request("sobol", count=32)).X[:32]
+    first = sobol.suggest(request("sobol", count=16))
+    second = sobol.suggest(request("sobol", count=16, state=first.state))
+    assert torch.equal(torch.cat([first.X, second.X])[:32], whole)
+    other_seed = sobol.suggest(request("sobol", count=16, seed=8)).X
+    assert not torch.equal(other_seed, whole[:16])
+    # low discrepancy: 32 points put exactly 8 in each quadrant of the first two dimensions
+    quadrants = ((whole[:, 0] > 0.5).int() * 2 + (whole[:, 1] > 0.5).int()).bincount(minlength=4)
+    assert quadrants.tolist() == [8, 8, 8, 8]
+
+
+def test_random_is_reproducible_per_seed_and_in_the_cube() -> None:
+    policy = get_policy("random")()
+    a = policy.suggest(request("random", count=5))
+    b = policy.suggest(request("random", count=5))
+    assert torch.equal(a.X, b.X) and a.X.shape[0] >= 5
+    assert ((a.X >= 0) & (a.X <= 1)).all()
+    c = policy.suggest(request("random", count=5, state=a.state))
+    assert not torch.equal(c.X, a.X)
