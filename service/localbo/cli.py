@@ -98,7 +98,8 @@ def studies_list(db: DbOption = None) -> None:
     for s in rows:
         m = s["summary"]
         typer.echo(
-            f"{s['name']:30} {s['direction']:9} {s['policy']:14} {m['n_trials']:>7} {m['n_complete']:>7} {m['best_value']}"
+            f"{s['name']:30} {s['direction']:9} {s['policy']:14} "
+            f"{m['n_trials']:>7} {m['n_complete']:>7} {m['best_value']}"
         )
 
 

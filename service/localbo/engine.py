@@ -41,6 +41,13 @@ EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fin
 FALLBACK = "fallback"
 
 
+class _PlanShort(Exception):
+    """The plan holds too few points: roll the transaction back and run the policy."""
+
+    def __init__(self, missing: int) -> None:
+        self.missing = missing
+
+
 @dataclass
 class Plan:
     version: int  # the state version the plan was computed from
@@ -102,6 +109,7 @@ class Engine:
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._locks_guard = threading.Lock()
         self._expiry_checked: dict[str, datetime] = {}
+        self._spaces: dict[tuple[int, datetime], SearchSpace] = {}
 
     def close(self) -> None:
         self.db.dispose()
@@ -188,21 +196,27 @@ class Engine:
         if not 1 <= count <= self.settings.max_ask_count:
             raise InvalidInput("count", f"expected 1..{self.settings.max_ask_count}, got {count}")
         body = {"count": count, "client_id": client_id}
-        with self.write.begin() as conn:
-            study = self._study(conn, name, lock=True)
-            if key and (replay := self._replay(conn, study.id, key, "ask", body)) is not None:
-                return replay
-            if plan is not None and plan.version == study.policy_state_version:
-                self._store_plan(conn, study, plan)
-            response, short = self._serve(conn, study, count, client_id)
-            if response is None:
-                return short
-            if key:
-                repo.put_idempotency(conn, study.id, key, request_hash("ask", body), 200, response)
-            return response
+        try:
+            with self.write.begin() as conn:
+                study = repo.lock_study_for_ask(conn, name, key)
+                if study is None:
+                    raise NotFound(f"study {name!r} not found")
+                if study.idem_hash is not None:
+                    if study.idem_hash != request_hash("ask", body):
+                        raise InvalidInput("Idempotency-Key", f"{key!r} was already used for a different request")
+                    return study.idem_response
+                if plan is not None and plan.version == study.policy_state_version:
+                    self._store_plan(conn, study, plan)
+                response = self._serve(conn, study, count, client_id)
+                if key:
+                    repo.put_idempotency(conn, study.id, key, request_hash("ask", body), 200, response)
+                return response
+        except _PlanShort as short:  # rolled back: the points it popped are in the plan again
+            self._expiry_checked.pop(name, None)
+            return short.missing
 
-    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None) -> tuple[dict | None, int]:
-        """Hand out ``count`` trials inside the caller's transaction, or say how many points are short."""
+    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None) -> dict:
+        """Hand out ``count`` trials inside the caller's transaction; raises _PlanShort if the plan is short."""
         now = utcnow()
         if self._expiry_due(study.name, now):
             stale = repo.expire_leases(conn, study.id, now)
@@ -211,12 +225,11 @@ class Engine:
         lease = now + timedelta(seconds=self.settings.lease_seconds)
         mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
         need = count - len(mine)
-        planned = repo.take_plan(conn, study.id, need) if need else []
+        planned = repo.pop_plan(conn, study.id, need) if need else []
         if len(planned) < need:
-            return None, need - len(planned)
+            raise _PlanShort(need - len(planned))
         repo.extend_leases(conn, [r.id for r in mine], lease)
-        repo.drop_plan(conn, [p.id for p in planned])
-        space = SearchSpace.parse(study.space)
+        space = self._space(study)
         new = [
             {
                 "study_id": study.id,
@@ -236,9 +249,17 @@ class Engine:
         ]
         repo.insert_trials(conn, new)
         if new:
-            repo.update_study(conn, study.id, trial_count=study.trial_count + len(new))
+            repo.set_trial_count(conn, study.id, study.trial_count + len(new))
         out = [{**trial_dict(r), "lease_expires_at": iso(lease)} for r in mine]
-        return {"trials": out + [trial_dict(r) for r in new]}, 0
+        return {"trials": out + [trial_dict(r) for r in new]}
+
+    def _space(self, study: Row) -> SearchSpace:
+        """The study's parsed space; spaces never change after creation."""
+        cache_key = (study.id, study.created_at)
+        space = self._spaces.get(cache_key)
+        if space is None:
+            space = self._spaces[cache_key] = SearchSpace.parse(study.space)
+        return space
 
     def compute_plan(self, name: str, short: int) -> Plan | None:
         """Run the policy on a snapshot, outside the database lock."""
@@ -304,54 +325,32 @@ class Engine:
 
     # -- tell, heartbeat, external trials ------------------------------------------------
 
-    def tell(
-        self,
-        name: str,
-        number: int,
-        value: float | None = None,
-        *,
-        failed: str | None = None,
-        key: str | None = None,
-    ) -> dict[str, Any]:
+    def tell(self, name: str, number: int, value: float | None = None, *, failed: str | None = None) -> dict[str, Any]:
+        """Complete (``value``) or fail (``failed`` = reason) a trial.
+
+        A tell is idempotent by itself: the same tell again changes nothing and returns
+        the same answer, a different one is a 409. So a retried tell (with or without an
+        Idempotency-Key) is stored once, without a table of keys.
+        """
         if failed is None and (value is None or not math.isfinite(value)):
             raise InvalidInput("value", f"expected a finite number, got {value!r}")
-        body = {"number": number, "value": value, "failed": failed}
+        state, reason = ("complete", None) if failed is None else ("failed", failed)
+        value = float(value) if failed is None else None
         with self.write.begin() as conn:
-            trial = self._trial(conn, name, number)
-            if key and (replay := self._replay(conn, trial.study_id, key, "tell", body)) is not None:
-                return replay
-            if failed is None:
-                out = self._complete(conn, trial, float(value))
-            else:
-                out = self._fail(conn, trial, failed)
-            if key:
-                repo.put_idempotency(conn, trial.study_id, key, request_hash("tell", body), 200, out)
-            return out
-
-    def _complete(self, conn: Connection, trial: Row, value: float) -> dict[str, Any]:
-        if trial.state == "complete":
-            if trial.value == value:
+            # The common case in one statement: the trial is open, so finish it.
+            done = repo.finish_open_trial(conn, name, number, state, value, reason, utcnow())
+            if done is not None:
+                return trial_dict(done)
+            trial = self._trial(conn, name, number)  # already finished (or missing): say how
+            if trial.state in ("running", "stale"):
+                raise Busy(f"trial {number} changed while being told; retry")
+            if trial.state == state and trial.value == value and (failed is None or trial.reason == reason):
                 return trial_dict(trial)  # the same tell again: nothing to do
-            raise Conflict(f"value: trial {trial.number} was already told {trial.value}, not {value}")
-        if trial.state == "failed":
-            raise Conflict(f"value: trial {trial.number} was already told failed ({trial.reason})")
-        # running, or stale (its lease ran out, but a late result is still a result)
-        now = utcnow()
-        repo.update_trial(conn, trial.id, state="complete", value=value, completed_at=now, lease_expires_at=None)
-        return trial_dict(
-            {**trial._mapping, "state": "complete", "value": value, "completed_at": now, "lease_expires_at": None}
-        )
-
-    def _fail(self, conn: Connection, trial: Row, reason: str) -> dict[str, Any]:
-        if trial.state == "failed":
-            return trial_dict(trial)
-        if trial.state == "complete":
-            raise Conflict(f"state: trial {trial.number} was already told the value {trial.value}")
-        now = utcnow()
-        repo.update_trial(conn, trial.id, state="failed", reason=reason, completed_at=now, lease_expires_at=None)
-        return trial_dict(
-            {**trial._mapping, "state": "failed", "reason": reason, "completed_at": now, "lease_expires_at": None}
-        )
+            if trial.state == "complete":
+                raise Conflict(
+                    f"value: trial {number} was already told {trial.value}, not {value if failed is None else 'failed'}"
+                )
+            raise Conflict(f"state: trial {number} was already told failed ({trial.reason})")
 
     def heartbeat(self, name: str, number: int) -> dict[str, Any]:
         with self.write.begin() as conn:
@@ -429,7 +428,7 @@ class Engine:
 
     def _trial(self, conn: Connection, name: str, number: int) -> Row:
         """The trial, locked for the rest of the transaction, with its study's id."""
-        trial = repo.get_study_trial(conn, name, number, for_update=True)
+        trial = repo.lock_trial(conn, name, number)
         if trial is None:
             study = self._study(conn, name)
             raise NotFound(f"number: study {name!r} has no trial {number} (it has {study.trial_count})")

@@ -51,10 +51,10 @@ async def tell(
 ) -> dict:
     check_write(who, study)
     if body.state == "failed":
-        return engine.tell(study, number, failed=body.reason or "", key=key)
+        return engine.tell(study, number, failed=body.reason or "")
     if body.value is None:
         raise InvalidInput("value", "expected a finite number (or state 'failed' with a reason)")
-    return engine.tell(study, number, body.value, key=key)
+    return engine.tell(study, number, body.value)
 
 
 @router.post("/trials/{number}/heartbeat", response_model=TrialOut)

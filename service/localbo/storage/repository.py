@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, select, update
+from sqlalchemy import bindparam, case, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from localbo.storage.models import IdempotencyRecord, PlannedPoint, Study, Trial
@@ -46,8 +46,34 @@ def get_study(conn: Connection, name: str, *, for_update: bool = False) -> Row |
     return conn.execute(query).first()
 
 
+# Built once: the ask and tell paths run these on every call, and building a statement
+# costs more than running it on SQLite.
+_LOCK_FOR_ASK = (
+    select(studies, idempotency.c.request_hash.label("idem_hash"), idempotency.c.response.label("idem_response"))
+    .select_from(
+        studies.outerjoin(
+            idempotency, (idempotency.c.study_id == studies.c.id) & (idempotency.c.key == bindparam("key"))
+        )
+    )
+    .where(studies.c.name == bindparam("name"))
+    .with_for_update(of=studies)
+)
+
+
+def lock_study_for_ask(conn: Connection, name: str, key: str | None) -> Row | None:
+    """The study, locked, with the stored answer for ``key`` if there is one (one round trip)."""
+    return conn.execute(_LOCK_FOR_ASK, {"name": name, "key": key}).first()
+
+
 def list_studies(conn: Connection) -> Sequence[Row]:
     return conn.execute(select(studies).order_by(studies.c.id)).all()
+
+
+_COUNT_TRIALS = update(studies).where(studies.c.id == bindparam("b_study_id")).values(trial_count=bindparam("b_count"))
+
+
+def set_trial_count(conn: Connection, study_id: int, count: int) -> None:
+    conn.execute(_COUNT_TRIALS, {"b_study_id": study_id, "b_count": count})
 
 
 def update_study(conn: Connection, study_id: int, **values: Any) -> None:
@@ -86,32 +112,51 @@ def insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> None:
         conn.execute(insert(trials), rows)
 
 
-def get_trial(conn: Connection, study_id: int, number: int, *, for_update: bool = False) -> Row | None:
-    query = select(*TRIAL_COLUMNS).where(trials.c.study_id == study_id, trials.c.number == number)
-    if for_update:
-        query = query.with_for_update()
-    return conn.execute(query).first()
+_LOCK_TRIAL = (
+    select(*TRIAL_COLUMNS, studies.c.id.label("study_id"))
+    .select_from(trials.join(studies, trials.c.study_id == studies.c.id))
+    .where(studies.c.name == bindparam("name"), trials.c.number == bindparam("number"))
+    .with_for_update(of=trials)
+)
 
 
-def get_study_trial(conn: Connection, name: str, number: int, *, for_update: bool = False) -> Row | None:
-    """The trial with its study's id, name and trial count, in one round trip."""
-    query = (
-        select(
-            *TRIAL_COLUMNS,
-            studies.c.id.label("study_id"),
-            studies.c.name.label("study_name"),
-            studies.c.trial_count.label("study_trial_count"),
-        )
-        .select_from(trials.join(studies, trials.c.study_id == studies.c.id))
-        .where(studies.c.name == name, trials.c.number == number)
+def lock_trial(conn: Connection, name: str, number: int) -> Row | None:
+    """The trial, locked, found by its study's name and its number, in one round trip."""
+    return conn.execute(_LOCK_TRIAL, {"name": name, "number": number}).first()
+
+
+_STUDY_ID_BY_NAME = select(studies.c.id).where(studies.c.name == bindparam("name")).scalar_subquery()
+_FINISH_OPEN_TRIAL = (
+    update(trials)
+    .where(
+        trials.c.study_id == _STUDY_ID_BY_NAME,
+        trials.c.number == bindparam("b_number"),
+        trials.c.state.in_(("running", "stale")),
     )
-    if for_update:
-        query = query.with_for_update(of=trials)
-    return conn.execute(query).first()
+    .values(
+        state=bindparam("b_state"),
+        value=bindparam("b_value"),
+        reason=bindparam("b_reason"),
+        completed_at=bindparam("b_completed_at"),
+        lease_expires_at=None,
+    )
+    .returning(*TRIAL_COLUMNS)
+)
 
 
-def update_trial(conn: Connection, trial_id: int, **values: Any) -> None:
-    conn.execute(update(trials).where(trials.c.id == trial_id).values(**values))
+def finish_open_trial(
+    conn: Connection, name: str, number: int, state: str, value: float | None, reason: str | None, at: datetime
+) -> Row | None:
+    """Completes or fails a running (or stale) trial in one statement; None if it is not open."""
+    params = {
+        "name": name,
+        "b_number": number,
+        "b_state": state,
+        "b_value": value,
+        "b_reason": reason,
+        "b_completed_at": at,
+    }
+    return conn.execute(_FINISH_OPEN_TRIAL, params).first()
 
 
 def expire_leases(conn: Connection, study_id: int, now: datetime) -> Sequence[Row]:
@@ -184,13 +229,25 @@ def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Ro
 # -- the plan queue --------------------------------------------------------------------
 
 
-def take_plan(conn: Connection, study_id: int, limit: int) -> Sequence[Row]:
-    return conn.execute(
-        select(plan.c.id, plan.c.x, plan.c.source)
-        .where(plan.c.study_id == study_id)
-        .order_by(plan.c.priority.desc(), plan.c.id)
-        .limit(limit)
-    ).all()
+_POP_PLAN = (
+    delete(plan)
+    .where(
+        plan.c.id.in_(
+            select(plan.c.id)
+            .where(plan.c.study_id == bindparam("study_id"))
+            .order_by(plan.c.priority.desc(), plan.c.id)
+            .limit(bindparam("limit"))
+            .scalar_subquery()
+        )
+    )
+    .returning(plan.c.id, plan.c.x, plan.c.source, plan.c.priority)
+)
+
+
+def pop_plan(conn: Connection, study_id: int, limit: int) -> list[Row]:
+    """Removes and returns the next ``limit`` planned points, re-offered stale points first."""
+    rows = conn.execute(_POP_PLAN, {"study_id": study_id, "limit": limit}).all()
+    return sorted(rows, key=lambda r: (-r.priority, r.id))
 
 
 def count_plan(conn: Connection, study_id: int) -> int:
@@ -203,11 +260,6 @@ def add_plan(conn: Connection, study_id: int, points: list[tuple[list[float], st
             insert(plan),
             [{"study_id": study_id, "x": x, "source": s, "priority": priority} for x, s in points],
         )
-
-
-def drop_plan(conn: Connection, ids: list[int]) -> None:
-    if ids:
-        conn.execute(delete(plan).where(plan.c.id.in_(ids)))
 
 
 # -- idempotency -----------------------------------------------------------------------
