@@ -60,7 +60,6 @@ def make_settings(db_url: str, **overrides: object):  # noqa: ANN201
 def make_client(db_url: str):  # noqa: ANN201
     """Build in-process API clients (FastAPI's TestClient) on the test's database."""
     from fastapi.testclient import TestClient
-
     from localbo.api import create_app
 
     made: list[TestClient] = []

@@ -7,7 +7,6 @@ import threading
 import httpx
 import pytest
 from conftest import unique
-
 from localbo_client import Client
 
 SPACE = {"x": {"type": "float", "low": -5, "high": 5}, "n": {"type": "int", "low": 1, "high": 8}}
@@ -87,11 +86,18 @@ def test_lost_answers_to_ask_and_tell_are_retried_without_storing_twice(live_ser
         assert told.state == "complete" and told.value == 0.25
     assert len(transport.dropped) == 2
     # each call was sent twice, with one key per call
-    assert len(transport.keys) == 4 and transport.keys[0] == transport.keys[1] and transport.keys[2] == transport.keys[3]
+    assert (
+        len(transport.keys) == 4 and transport.keys[0] == transport.keys[1] and transport.keys[2] == transport.keys[3]
+    )
     with Client(live_server.url) as client:
         info = client.get_study(name).refresh()
         assert info["summary"] == {
-            "n_trials": 1, "n_running": 0, "n_complete": 1, "n_failed": 0, "n_stale": 0, "best_value": 0.25,
+            "n_trials": 1,
+            "n_running": 0,
+            "n_complete": 1,
+            "n_failed": 0,
+            "n_stale": 0,
+            "best_value": 0.25,
         }
 
 

@@ -54,7 +54,9 @@ SCRIPT = textwrap.dedent(
 def test_client_imports_and_works_with_only_httpx(live_server) -> None:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, live_server.url, ",".join(BLOCKED)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "client ok" in result.stdout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from localbo.policies import SuggestRequest, get_policy, registry
 
 
@@ -11,8 +10,14 @@ def request(policy: str, *, count: int = 4, dim: int = 3, state: dict | None = N
     cls = get_policy(policy)
     empty = torch.empty(0, dim, dtype=torch.float64)
     return SuggestRequest(
-        dim=dim, X=empty, y=torch.empty(0, dtype=torch.float64), X_pending=empty, count=count,
-        state=state or {}, config=cls.Config(), seed=seed,
+        dim=dim,
+        X=empty,
+        y=torch.empty(0, dtype=torch.float64),
+        X_pending=empty,
+        count=count,
+        state=state or {},
+        config=cls.Config(),
+        seed=seed,
     )
 
 

@@ -8,10 +8,9 @@ import sys
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, text
-
 from localbo.storage.db import make_engine, upgrade
 from localbo.storage.models import Base
+from sqlalchemy import create_engine, inspect, text
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -8,7 +8,6 @@ import time
 
 import torch
 from conftest import unique
-
 from localbo.policies import Policy, Suggestion, SuggestRequest, register
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}
@@ -69,8 +68,16 @@ def test_external_trials_are_stored_complete_and_numbered_in_turn(api) -> None:
     r = api.post(f"/api/v1/studies/{name}/trials", json={"params": {"x": 2.5, "k": 1}, "value": -1.0})
     assert r.status_code == 201
     assert r.json() | {"created_at": None, "completed_at": None} == {
-        "number": 2, "state": "complete", "params": {"x": 2.5, "k": 1}, "value": -1.0, "reason": None,
-        "source": "external", "client_id": None, "lease_expires_at": None, "created_at": None, "completed_at": None,
+        "number": 2,
+        "state": "complete",
+        "params": {"x": 2.5, "k": 1},
+        "value": -1.0,
+        "reason": None,
+        "source": "external",
+        "client_id": None,
+        "lease_expires_at": None,
+        "created_at": None,
+        "completed_at": None,
     }
     assert api.get(f"/api/v1/studies/{name}/best").json()["number"] == 2
 

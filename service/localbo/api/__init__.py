@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 import localbo
 from localbo.api import errors, studies, trials
-from localbo.api.auth import parse_tokens
+from localbo.api.auth import Authentication, parse_tokens
 from localbo.api.schemas import Health
 from localbo.config import Settings, get_settings
 from localbo.engine import Engine
@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.engine = engine or Engine(settings)
     errors.install(app)
     app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(Authentication, tokens=tokens)  # outermost: 401 before the body is read
     app.include_router(studies.router)
     app.include_router(trials.router)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Any
 
 from fastapi import HTTPException, Request
+from fastapi.responses import JSONResponse
 
 
 @dataclass(frozen=True)
@@ -50,18 +52,44 @@ def parse_tokens(raw: str) -> dict[str, Principal]:
     return tokens
 
 
-async def principal(request: Request) -> Principal:
-    """FastAPI dependency (async: no thread hop): who is calling, 401 if no token fits."""
-    tokens: dict[str, Principal] = request.app.state.tokens
+PUBLIC_PATHS = frozenset({"/healthz"})
+
+
+def authenticate(tokens: dict[str, Principal], authorization: str) -> Principal:
+    """Who is calling; HTTPException 401 when tokens are configured and none fits."""
     if not tokens:
         return ANONYMOUS_ADMIN
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
         raise HTTPException(401, "Authorization: expected 'Bearer <token>'", {"WWW-Authenticate": "Bearer"})
     for known, who in tokens.items():
         if hmac.compare_digest(known.encode(), token.strip().encode()):
             return who
     raise HTTPException(401, "Authorization: unknown token", {"WWW-Authenticate": "Bearer"})
+
+
+class Authentication:
+    """ASGI middleware: a 401 comes before anything reads the body; routes then check scopes."""
+
+    def __init__(self, app: Any, tokens: dict[str, Principal]) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS:
+            headers = dict(scope.get("headers") or [])
+            try:
+                who = authenticate(self.tokens, headers.get(b"authorization", b"").decode("latin-1"))
+            except HTTPException as exc:
+                response = JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)
+                return await response(scope, receive, send)
+            scope.setdefault("state", {})["principal"] = who
+        await self.app(scope, receive, send)
+
+
+async def principal(request: Request) -> Principal:
+    """FastAPI dependency (async: no thread hop): the caller the middleware authenticated."""
+    return request.state.principal
 
 
 def check_read(who: Principal, study: str) -> None:

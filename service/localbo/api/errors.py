@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
@@ -66,20 +66,14 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge
+                    # an HTTPException passes through FastAPI's body reader unchanged
+                    raise HTTPException(413, self._detail())
             return message
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _TooLarge:
-            await self._refuse(send)
+        await self.app(scope, limited_receive, send)
+
+    def _detail(self) -> str:
+        return f"body: larger than the limit of {self.limit} bytes (LOCALBO_MAX_BODY_BYTES)"
 
     async def _refuse(self, send: Any) -> None:
-        await JSONResponse(
-            {"detail": f"body: larger than the limit of {self.limit} bytes (LOCALBO_MAX_BODY_BYTES)"},
-            status_code=413,
-        )({"type": "http"}, None, send)
-
-
-class _TooLarge(Exception):
-    pass
+        await JSONResponse({"detail": self._detail()}, status_code=413)({"type": "http"}, None, send)

@@ -8,7 +8,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
-FiniteFloat = float  # with allow_inf_nan=False on each field below
 
 
 class Strict(BaseModel):
@@ -82,14 +81,15 @@ class AskResponse(BaseModel):
 
 
 class TellRequest(Strict):
-    value: float | None = Field(default=None, allow_inf_nan=False, description="The objective value")
+    # strict: "0.5" or true is refused, not quietly turned into a number
+    value: float | None = Field(default=None, strict=True, allow_inf_nan=False, description="The objective value")
     state: Literal["complete", "failed"] = "complete"
     reason: str | None = Field(default=None, max_length=10_000, description="Why a trial failed")
 
 
 class ExternalTrial(Strict):
     params: dict[str, Any]
-    value: float = Field(allow_inf_nan=False)
+    value: float = Field(strict=True, allow_inf_nan=False)
 
 
 class TrialList(BaseModel):
