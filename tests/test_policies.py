@@ -46,3 +46,16 @@ def test_random_is_reproducible_per_seed_and_in_the_cube() -> None:
     assert ((a.X >= 0) & (a.X <= 1)).all()
     c = policy.suggest(request("random", count=5, state=a.state))
     assert not torch.equal(c.X, a.X)
+
+
+def test_a_policy_refuses_a_space_it_cannot_run_at_creation() -> None:
+    from localbo.engine import validate_policy
+    from localbo.errors import InvalidInput
+
+    assert validate_policy("sobol", {}, 3) == {"plan_ahead": 16}
+    try:
+        validate_policy("sobol", {}, 30_000)
+    except InvalidInput as exc:
+        assert exc.field == "space" and "at most" in exc.message
+    else:
+        raise AssertionError("sobol accepted 30000 parameters")

@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from localbo.config import Settings
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
-from localbo.policies import PolicyRetry, SuggestRequest, get_policy, registry
+from localbo.policies import PolicyConfigError, PolicyRetry, SuggestRequest, get_policy, registry
 from localbo.space import SearchSpace, SpaceError
 from localbo.storage import repository as repo
 from localbo.storage.db import make_engine, upgrade, writer
@@ -80,14 +80,18 @@ def request_hash(op: str, body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps([op, body], sort_keys=True).encode()).hexdigest()
 
 
-def validate_policy(policy: str, config: dict[str, Any] | None) -> dict[str, Any]:
+def validate_policy(policy: str, config: dict[str, Any] | None, dim: int) -> dict[str, Any]:
     """The policy's config with its defaults filled in, or a 422 naming the field."""
     try:
         cls = get_policy(policy)
     except KeyError:
         raise InvalidInput("policy", f"unknown policy {policy!r}; expected one of {sorted(registry())}") from None
     try:
-        return cls.Config.model_validate(config or {}).model_dump(mode="json")
+        parsed = cls.Config.model_validate(config or {})
+        cls.check_study(dim, parsed)
+        return parsed.model_dump(mode="json")
+    except PolicyConfigError as exc:
+        raise InvalidInput(exc.field, str(exc).split(": ", 1)[-1]) from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
@@ -132,7 +136,7 @@ class Engine:
             raise InvalidInput(exc.field, exc.message) from None
         if direction not in ("minimize", "maximize"):
             raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
-        config = validate_policy(policy, policy_config)
+        config = validate_policy(policy, policy_config, parsed.dim)
         values = {
             "name": name,
             "direction": direction,

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-MAX_PARAMS = 1000
+MAX_PARAMS = 25_000
 
 
 class SpaceError(ValueError):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class PolicyError(Exception):
@@ -47,6 +47,12 @@ class PolicyConfig(BaseModel):
     """Base of every policy's config: unknown keys are an error, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PlanAheadConfig(PolicyConfig):
+    """For policies that ignore the data: how many points one call plans."""
+
+    plan_ahead: int = Field(default=16, ge=1, le=1024, description="Points planned per call")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,11 @@ class Policy(ABC):
     # False for policies that ignore the data (random, sobol): the engine then skips
     # loading the study's trials on every plan.
     needs_history: ClassVar[bool] = True
+
+    @classmethod
+    def check_study(cls, dim: int, config: PolicyConfig) -> None:
+        """Raise PolicyConfigError if this policy cannot run a study of ``dim`` parameters."""
+        return None  # most policies run any space
 
     @abstractmethod
     def suggest(self, request: SuggestRequest) -> Suggestion: ...

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import torch
-from pydantic import Field
 
 from localbo.policies import register
-from localbo.policies.base import Policy, PolicyConfig, Suggestion, SuggestRequest
-
-
-class RandomConfig(PolicyConfig):
-    plan_ahead: int = Field(default=16, ge=1, le=1024, description="Points planned per call")
+from localbo.policies.base import PlanAheadConfig, Policy, Suggestion, SuggestRequest
 
 
 @register
@@ -18,11 +13,11 @@ class RandomSearch(Policy):
     """x ~ U[0, 1]^d. The generator is seeded by (study seed, points drawn so far)."""
 
     name = "random"
-    Config = RandomConfig
+    Config = PlanAheadConfig
     needs_history = False
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: RandomConfig = request.config  # type: ignore[assignment]
+        config: PlanAheadConfig = request.config  # type: ignore[assignment]
         drawn = int(request.state.get("drawn", 0))
         k = max(request.count, config.plan_ahead)
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)

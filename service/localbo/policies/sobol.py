@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import torch
-from pydantic import Field
 
 from localbo.policies import register
-from localbo.policies.base import Policy, PolicyConfig, Suggestion, SuggestRequest
+from localbo.policies.base import PlanAheadConfig, Policy, PolicyConfigError, Suggestion, SuggestRequest
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
-
-
-class SobolConfig(PolicyConfig):
-    plan_ahead: int = Field(default=16, ge=1, le=1024, description="Points planned per call")
 
 
 @register
@@ -20,13 +15,16 @@ class Sobol(Policy):
     """Point i of the study is point i of one scrambled Sobol sequence (low discrepancy)."""
 
     name = "sobol"
-    Config = SobolConfig
+    Config = PlanAheadConfig
     needs_history = False
 
+    @classmethod
+    def check_study(cls, dim: int, config: PlanAheadConfig) -> None:
+        if dim > SOBOL_MAX_DIM:
+            raise PolicyConfigError("space", f"sobol supports at most {SOBOL_MAX_DIM} parameters, got {dim}")
+
     def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: SobolConfig = request.config  # type: ignore[assignment]
-        if request.dim > SOBOL_MAX_DIM:
-            raise ValueError(f"sobol supports at most {SOBOL_MAX_DIM} dimensions")
+        config: PlanAheadConfig = request.config  # type: ignore[assignment]
         drawn = int(request.state.get("drawn", 0))
         k = max(request.count, config.plan_ahead)
         engine = torch.quasirandom.SobolEngine(request.dim, scramble=True, seed=request.seed)
