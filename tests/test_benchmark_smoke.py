@@ -1,0 +1,56 @@
+"""The throughput benchmark runs end to end in its smoke configuration (SQLite, a few trials)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "asktell_throughput.py"
+COMMITTED = ROOT / "benchmarks" / "results" / "asktell_throughput.json"
+
+
+@pytest.mark.live
+def test_smoke_run_writes_results_with_positive_rates_and_no_errors(tmp_path: Path) -> None:
+    before = COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    output = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, f"exit {done.returncode}\n{output}"
+
+    data = json.loads((tmp_path / "asktell_throughput.json").read_text())
+    assert (tmp_path / "asktell_throughput.md").read_text().startswith("# Ask/tell throughput")
+    rows = data["rows"]
+    systems = {row["system"] for row in rows}
+    assert {"localbo over HTTP", "optuna RDB in-process"} <= systems
+    assert {row["clients"] for row in rows if row["system"] == "localbo over HTTP"} >= {1, 2}
+    for row in rows:
+        where = f"{row['backend']} / {row['system']} / {row['clients']} client(s)"
+        assert row["trials_per_s"] > 0, where
+        assert row["errors"] == 0, f"{where}: {row['error_samples']}"
+        assert row["done"] == row["trials"], where
+        assert row["verified"], f"{where}: {row['check']}"
+    assert data["meta"]["smoke"] is True
+    # A smoke run never touches the committed results.
+    assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
+
+
+def test_smoke_refuses_to_write_into_the_committed_results() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--smoke", "--out", str(ROOT / "benchmarks" / "results")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--smoke does not write into benchmarks/results" in done.stderr
