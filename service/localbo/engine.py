@@ -9,6 +9,7 @@ holds the database lock, and several API processes can share one database.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -16,9 +17,10 @@ import math
 import secrets
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import torch
@@ -35,6 +37,7 @@ from localbo.storage.db import make_engine, upgrade, writer
 from localbo.storage.models import utcnow
 
 log = logging.getLogger("localbo.engine")
+T = TypeVar("T")
 
 MAX_PLAN_ROUNDS = 20
 EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
@@ -103,6 +106,7 @@ class Engine:
         self.settings = settings
         self.db = make_engine(settings.database_url, settings.sqlite_synchronous)
         self.write = writer(self.db)
+        self.inline_writes = self.db.dialect.name == "sqlite"
         if migrate:
             upgrade(self.db)
         self.device = torch.device(
@@ -186,14 +190,25 @@ class Engine:
         raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
 
     async def ask_async(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
-        """``ask`` for an event loop: the short database step runs inline, the policy in a thread."""
+        """``ask`` for an event loop: the database step as ``run_write`` says, the policy in a thread."""
         plan: Plan | None = None
         for _ in range(MAX_PLAN_ROUNDS):
-            served = self.ask_step(name, count, client_id, key, plan)
+            served = await self.run_write(self.ask_step, name, count, client_id, key, plan)
             if isinstance(served, dict):
                 return served
             plan = await anyio.to_thread.run_sync(self.compute_plan, name, served)
         raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+
+    async def run_write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one short write transaction from an event loop.
+
+        SQLite has one writer at a time, so a thread hop would only add latency (it costs
+        more than the transaction): run it inline. On Postgres, transactions of different
+        requests overlap on their own connections, so run it in a worker thread.
+        """
+        if self.inline_writes:
+            return fn(*args, **kwargs)
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     def ask_step(self, name: str, count: int, client_id: str | None, key: str | None, plan: Plan | None) -> dict | int:
         """One write transaction: store ``plan`` if still current, then serve; or return how many points are short."""

@@ -67,7 +67,8 @@ class Trial(Base):
     __table_args__ = (
         UniqueConstraint("study_id", "number", name="uq_trials_study_number"),
         Index("ix_trials_study_state", "study_id", "state"),
-        Index("ix_trials_study_client", "study_id", "client_id"),
+        # serves "this client's running trials, by number" without scanning the study
+        Index("ix_trials_study_client_state", "study_id", "client_id", "state", "number"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
