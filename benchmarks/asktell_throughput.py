@@ -41,7 +41,6 @@ import re
 import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from localbo.server_process import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
@@ -218,12 +218,6 @@ class CountingTransport(httpx.HTTPTransport):
         return response
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def proc_cpu_seconds(pid: int) -> float | None:
     """utime + stime of a process, from /proc (Linux); None elsewhere."""
     try:
@@ -233,47 +227,14 @@ def proc_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class Server:
-    """``python -m localbo.cli serve`` on a free loopback port, its output in a log file."""
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
-    def __init__(self, db_url: str, log_path: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
-        env = {**os.environ, "LOCALBO_DATABASE_URL": db_url}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "localbo.cli", "serve", "--port", str(self.port)],
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self._log.close()
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("server did not answer /healthz within 90 s")
+
+class Server(ServerProcess):
+    """The server under test, with its CPU time read from /proc."""
 
     def cpu(self) -> float | None:
         return proc_cpu_seconds(self.proc.pid)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
 
     def log_errors(self) -> dict[str, int]:
         """The exception lines (``module.SomeError: message``) and ERROR lines of the log, counted."""
@@ -282,9 +243,6 @@ class Server:
             if EXCEPTION_LINE.match(line) or "ERROR" in line:
                 found[line.strip()[:300]] += 1
         return dict(found.most_common(10))
-
-
-EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 
 def verify_localbo(url: str, name: str, expected: int) -> tuple[bool, str]:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from localbo.server_process import ServerProcess
 from sqlalchemy import create_engine, text
 
 PG_ADMIN_URL = os.environ.get("LOCALBO_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -84,51 +81,8 @@ def unique(prefix: str = "s") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LiveServer:
-    """``localbo serve`` in its own process, on a free loopback port."""
-
-    def __init__(self, db_url: str, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(os.devnull, "w")  # noqa: SIM115
-        full_env = {**os.environ, "LOCALBO_DATABASE_URL": db_url, **env}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "localbo.cli", "serve", "--port", str(self.port)],
-            env=full_env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("server did not answer /healthz within 60 s")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-
 @pytest.fixture
-def live_server(db_url: str) -> Iterator[LiveServer]:
-    server = LiveServer(db_url)
+def live_server(db_url: str) -> Iterator[ServerProcess]:
+    server = ServerProcess(db_url)
     yield server
     server.stop()
