@@ -183,3 +183,15 @@ def test_policy_sees_completed_and_pending_points_with_minimisation_values(api) 
     assert state["data"]["calls"] == 3
     assert state["data"]["seen"] == {"n": 1, "pending": 1}
     assert state["data"]["best"] == -5.0  # maximised values reach the policy negated
+
+
+def test_idempotent_answers_are_kept_for_their_ttl_then_forgotten(make_client) -> None:
+    api = make_client(idempotency_ttl_seconds=0.8)
+    name = create(api)
+    headers = {"Idempotency-Key": "rig-1-ask-1"}
+    first = api.post(f"/api/v1/studies/{name}/ask", json={}, headers=headers).json()
+    assert api.post(f"/api/v1/studies/{name}/ask", json={}, headers=headers).json() == first
+    time.sleep(1.2)  # past the TTL and the engine's once-a-second clean-up
+    ask(api, name)  # an ask runs the clean-up
+    later = api.post(f"/api/v1/studies/{name}/ask", json={}, headers=headers).json()
+    assert later["trials"][0]["number"] == 3

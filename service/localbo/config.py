@@ -23,6 +23,9 @@ class Settings(BaseSettings):
         description="Bearer tokens and scopes: 'tok1=admin;tok2=write:beam-*,read:*'",
     )
     lease_seconds: float = Field(default=3600.0, gt=0, description="Trial lease length")
+    idempotency_ttl_seconds: float = Field(
+        default=86_400.0, gt=0, description="How long a retried ask still gets its first answer back"
+    )
     max_body_bytes: int = Field(default=1_000_000, gt=0, description="Largest request body")
     max_ask_count: int = Field(default=1000, gt=0, description="Largest count of one ask")
     sqlite_synchronous: str = Field(

@@ -241,6 +241,7 @@ class Engine:
             stale = repo.expire_leases(conn, study.id, now)
             if stale:  # their points are offered again, before new ones
                 repo.add_plan(conn, study.id, [(r.x, "stale-retry") for r in stale], priority=1)
+            repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
         lease = now + timedelta(seconds=self.settings.lease_seconds)
         mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
         need = count - len(mine)
@@ -462,7 +463,7 @@ class Engine:
         return record.response
 
     def _expiry_due(self, name: str, now: datetime) -> bool:
-        """Look for expired leases at most once per EXPIRY_CHECK_SECONDS per study."""
+        """Look for expired leases and old idempotency answers at most once per EXPIRY_CHECK_SECONDS per study."""
         last = self._expiry_checked.get(name)
         if last is not None and (now - last).total_seconds() < EXPIRY_CHECK_SECONDS:
             return False

@@ -273,6 +273,11 @@ def get_idempotency(conn: Connection, study_id: int, key: str) -> Row | None:
     ).first()
 
 
+def forget_idempotency(conn: Connection, study_id: int, before: datetime) -> None:
+    """Drops the answers older than ``before``: every ask of a client writes one."""
+    conn.execute(delete(idempotency).where(idempotency.c.study_id == study_id, idempotency.c.created_at < before))
+
+
 def put_idempotency(
     conn: Connection, study_id: int, key: str, request_hash: str, status_code: int, response: dict
 ) -> None:
