@@ -1,0 +1,172 @@
+"""The ask/tell iteration shared by the local gradient policies (gibo, minucb).
+
+One iteration t around the iterate x_t is one batch: ``resamples`` copies of x_t followed by the
+exploration points around x_t (``exploration.explore``). It is returned by one suggest call, so the
+engine queues it as the plan. The state then says what the policy is waiting for:
+
+    {"t": t, "x_t": [d floats], "phase": "batch" | "top-up", "n_start": n when the batch went out,
+     "batch": its size, "extra": top-up points since, "hypers": the last GP fit (gp.to_state)}
+
+On the next call, with n observations and m pending points:
+- n - n_start < batch and m > 0 (the plan ran dry while results are still out): return ``count``
+  further exploration points around x_t, conditioned on the data and the pending points (no fit).
+- otherwise (the batch's results are in, or nothing is outstanding, e.g. after failures): fit the GP
+  on the last N_max points, x_{t+1} = step(GP, x_t) (the policy's own rule), and return the batch of t+1.
+The first call starts at x_0 = config x0, else the centre of the cube. Randomness (the initial
+conditions of the acquisition optimisers, refits after a failed fit) is seeded by (seed, t, top-ups).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import torch
+from pydantic import Field
+from torch import Tensor
+
+from localbo.policies import gp
+from localbo.policies.base import Policy, PolicyConfig, PolicyConfigError, Suggestion, SuggestRequest
+from localbo.policies.exploration import explore, local_box
+
+UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class LocalConfig(PolicyConfig):
+    """Settings shared by the local gradient policies; defaults are GIBO's synthetic ones (algorithms.md 1.5)."""
+
+    x0: list[UnitFloat] | None = Field(default=None, description="x_0 in [0, 1]^d; the centre of the cube when unset")
+    delta: float = Field(default=0.2, gt=0.0, le=1.0, description="Exploration box x_t +- delta (unit-cube units)")
+    samples_per_iteration: int | None = Field(
+        default=None, ge=1, le=4096, description="Exploration points per iteration (b2); d when unset"
+    )
+    n_max: int | None = Field(default=None, ge=2, description="GP data window: the last N_max points; 5 d when unset")
+    epsilon: float | None = Field(
+        default=None, ge=0.0, description="Early stop: end exploration when a point's trace reduction < epsilon"
+    )
+    kernel: Literal["rbf", "matern52"] = Field(default="rbf", description="ARD kernel of the GP")
+    refit: Literal["every", "when_full", "never"] = Field(
+        default="every", description="MAP refit every iteration, only once N >= N_max (GIBO), or never"
+    )
+    num_restarts: int = Field(default=5, ge=1, le=64, description="Restarts per exploration point")
+    raw_samples: int = Field(default=64, ge=1, le=4096, description="Raw samples per exploration point")
+
+
+@dataclass(frozen=True)
+class Data:
+    X: Tensor  # n x d, completed
+    y: Tensor  # n
+    pending: Tensor  # m x d, asked or planned, not told
+    n_max: int  # the GP's data window
+
+    def conditioning(self) -> Tensor:
+        """The inputs the exploration conditions on: the window of X and the pending points, (N + m) x d."""
+        return torch.cat([self.X[-self.n_max :], self.pending])
+
+
+def _seed(seed: int, t: int, k: int) -> int:
+    """A seed for iteration t, call k within it (0: the batch, 1..: top-ups)."""
+    return (seed * 1_000_003 + t * 65_537 + k) % (2**62)
+
+
+class LocalPolicy(Policy):
+    """Base of gibo and minucb: the batch/top-up/step logic; subclasses give ``step`` and ``resamples``."""
+
+    Config = LocalConfig
+
+    @classmethod
+    def check_study(cls, dim: int, config: LocalConfig) -> None:  # type: ignore[override]
+        if config.x0 is not None and len(config.x0) != dim:
+            raise PolicyConfigError("policy_config.x0", f"expected {dim} values in [0, 1], got {len(config.x0)}")
+
+    @abstractmethod
+    def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
+        """x_{t+1} (d) from the fitted GP and x_t (d), and what is worth showing about the step."""
+
+    def resamples(self, config: Any) -> int:
+        """b1: copies of x_t at the head of each iteration's batch."""
+        return 1
+
+    def suggest(self, request: SuggestRequest) -> Suggestion:
+        config: LocalConfig = request.config  # type: ignore[assignment]
+        dev, d = request.device, request.dim
+        X = request.X.to(dev, torch.float64).reshape(-1, d)
+        y = request.y.to(dev, torch.float64).reshape(-1)
+        pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
+        state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
+        data = Data(X, y, pending, n_max)
+        fork = [dev.index or 0] if dev.type == "cuda" else []
+        with torch.random.fork_rng(devices=fork):
+            if "x_t" not in state:  # the first call: x_0 and its batch
+                start = config.x0 if config.x0 is not None else [0.5] * d
+                x_t = torch.tensor(start, dtype=torch.float64, device=dev)
+                torch.manual_seed(_seed(request.seed, 0, 0))
+                hypers = gp.to_state(self._fit(data, config)) if n else {}
+                return self._iteration(request, data, 0, x_t, hypers, {"event": "start"})
+            t, x_t = int(state["t"]), torch.tensor(state["x_t"], dtype=torch.float64, device=dev)
+            if n - int(state["n_start"]) < int(state["batch"]) and pending.shape[0] > 0:
+                return self._top_up(request, data, state, x_t)
+            if n == 0:  # every trial of the batch failed: send the same iteration again
+                return self._iteration(request, data, t, x_t, state.get("hypers") or {}, {"event": "retry"})
+            torch.manual_seed(_seed(request.seed, t + 1, 0))
+            model = self._fit(data, config, state.get("hypers"))
+            x_next, info = self.step(model, x_t, config)
+            return self._iteration(request, data, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
+
+    def _fit(self, data: Data, config: LocalConfig, hypers: gp.Hypers | None = None) -> Any:
+        """The GP on the data window, refitted as ``config.refit`` says, warm-started from ``hypers``."""
+        refit = config.refit == "every" or (config.refit == "when_full" and data.X.shape[0] >= data.n_max)
+        return gp.fit_model(data.X, data.y, config.kernel, hypers, n_max=data.n_max, fit=refit, device=data.X.device)
+
+    def _iteration(
+        self, request: SuggestRequest, data: Data, t: int, x_t: Tensor, hypers: gp.Hypers, info: dict[str, Any]
+    ) -> Suggestion:
+        """The batch of iteration t: b1 copies of x_t, then the exploration points around x_t."""
+        config: LocalConfig = request.config  # type: ignore[assignment]
+        d = request.dim
+        b1 = self.resamples(config)
+        head = x_t.expand(b1, d)
+        found = explore(
+            gp.kernel_params(hypers, d, config.kernel, x_t.device),
+            torch.cat([data.conditioning(), head]),
+            x_t,
+            max(config.samples_per_iteration or d, request.count - b1),
+            local_box(x_t, config.delta),
+            epsilon=config.epsilon,
+            min_count=request.count - b1,
+            num_restarts=config.num_restarts,
+            raw_samples=config.raw_samples,
+            seed=_seed(request.seed, t, 0),
+        )
+        batch = torch.cat([head, found.Z])
+        state = {
+            "t": t,
+            "x_t": x_t.tolist(),
+            "phase": "batch",
+            "n_start": data.X.shape[0],
+            "batch": batch.shape[0],
+            "extra": 0,
+            "hypers": hypers,
+        }
+        info = {**info, "t": t, "batch": batch.shape[0], "trace_before": found.trace_before}
+        info["trace_after"] = found.trace_after
+        return Suggestion(X=batch, state=state, info=info)
+
+    def _top_up(self, request: SuggestRequest, data: Data, state: dict[str, Any], x_t: Tensor) -> Suggestion:
+        """``count`` more exploration points around x_t while the batch's results are still out (no fit)."""
+        config: LocalConfig = request.config  # type: ignore[assignment]
+        t, extra = int(state["t"]), int(state["extra"])
+        found = explore(
+            gp.kernel_params(state.get("hypers"), request.dim, config.kernel, x_t.device),
+            data.conditioning(),
+            x_t,
+            request.count,
+            local_box(x_t, config.delta),
+            num_restarts=config.num_restarts,
+            raw_samples=config.raw_samples,
+            seed=_seed(request.seed, t, 1 + extra),
+        )
+        new_state = {**state, "phase": "top-up", "extra": extra + found.Z.shape[0]}
+        info = {"event": "top-up", "t": t, "points": found.Z.shape[0], "trace_after": found.trace_after}
+        return Suggestion(X=found.Z, state=new_state, info=info)

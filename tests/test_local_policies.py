@@ -1,0 +1,183 @@
+"""The local gradient policies (gibo, minucb) driven through suggest() by a loop that acts as the engine.
+
+The loop keeps a plan queue and a set of running trials: a worker asks when it is free (the plan
+first; the policy only when the plan is short, with X_pending = running + planned), and the oldest
+running trial is told next. Failed trials would simply never be told.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import torch
+from localbo.policies import PolicyConfigError, SuggestRequest, get_policy, gp
+from localbo.policies.minucb import minucb_step, ucb
+from pydantic import ValidationError
+
+NOISE = 0.01
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread() -> Iterator[None]:
+    """Small tensors run fastest, and safest on a busy 2-core machine, on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@dataclass
+class Run:
+    calls: list[tuple[SuggestRequest, Any]] = field(default_factory=list)  # (request, suggestion)
+    X: torch.Tensor | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def drive(
+    policy: str,
+    f: Any,
+    d: int,
+    budget: int,
+    *,
+    workers: int = 1,
+    seed: int = 0,
+    config: dict[str, Any] | None = None,
+    stop_after_calls: int | None = None,
+) -> Run:
+    """Evaluate ``budget`` points of f + N(0, NOISE^2) with ``workers`` parallel evaluators."""
+    cls = get_policy(policy)
+    cfg = cls.Config.model_validate(config or {})
+    noise = torch.Generator().manual_seed(seed + 1)
+    X, y = torch.empty(0, d, dtype=torch.float64), torch.empty(0, dtype=torch.float64)
+    plan: list[torch.Tensor] = []
+    running: list[torch.Tensor] = []
+    run, asked = Run(), 0
+    while asked < budget or running:
+        if asked < budget and len(running) < workers:
+            if not plan:
+                pending = torch.stack(running) if running else torch.empty(0, d, dtype=torch.float64)
+                request = SuggestRequest(
+                    dim=d, X=X, y=y, X_pending=pending, count=1, state=run.state, config=cfg, seed=seed
+                )
+                suggestion = cls().suggest(request)
+                assert suggestion.X.shape[0] >= 1 and suggestion.X.shape[1] == d
+                assert ((suggestion.X >= 0) & (suggestion.X <= 1)).all(), "a point outside the unit cube"
+                run.calls.append((request, suggestion))
+                run.state = json.loads(json.dumps(suggestion.state))  # as the database stores it
+                plan.extend(suggestion.X.unbind(0))
+                if stop_after_calls is not None and len(run.calls) >= stop_after_calls:
+                    break
+            running.append(plan.pop(0))
+            asked += 1
+        else:
+            x = running.pop(0)
+            X = torch.cat([X, x.unsqueeze(0)])
+            y = torch.cat([y, (f(x) + NOISE * torch.randn((), generator=noise, dtype=torch.float64)).reshape(1)])
+    run.X = X
+    return run
+
+
+def quadratic(d: int, seed: int = 100) -> tuple[Any, torch.Tensor]:
+    """f(x) = ||x - x*||^2 with x* = 0.5 +- 0.2 per coordinate (inside the cube, not the centre)."""
+    signs = torch.randint(0, 2, (d,), generator=torch.Generator().manual_seed(seed)).double() * 2 - 1
+    x_star = 0.5 + 0.2 * signs
+    return (lambda x: (x - x_star).pow(2).sum(-1)), x_star
+
+
+@pytest.mark.parametrize("policy", ["minucb", "gibo"])
+def test_closes_ninety_percent_of_the_gap_on_a_noisy_10d_quadratic_in_200_evaluations(policy: str) -> None:
+    d = 10
+    f, _ = quadratic(d)
+    run = drive(policy, f, d, 200, workers=2)
+    x0 = torch.full((d,), 0.5, dtype=torch.float64)
+    x_final = torch.tensor(run.state["x_t"], dtype=torch.float64)
+    assert float(f(x_final)) <= 0.1 * float(f(x0)), f"f(x_t) = {float(f(x_final)):.4f} from {float(f(x0)):.4f}"
+    events = [s.info["event"] for _, s in run.calls]
+    assert events[0] == "start" and "step" in events and "top-up" in events  # two workers outrun the batch
+    for _, s in run.calls:
+        json.dumps(s.state)
+        json.dumps(s.info)
+    if policy == "minucb":
+        steps = [s.info for _, s in run.calls if s.info["event"] == "step"]
+        assert all(info["ucb_next"] <= info["ucb_t"] for info in steps)
+
+
+@pytest.mark.parametrize("policy", ["minucb", "gibo"])
+def test_a_policy_rebuilt_from_the_stored_state_continues_identically(policy: str) -> None:
+    d = 3
+    f, _ = quadratic(d)
+    run = drive(policy, f, d, 24, workers=3, seed=5)
+    assert {s.info["event"] for _, s in run.calls} >= {"start", "step", "top-up"}
+    for request, suggestion in run.calls:
+        stored = json.loads(json.dumps(request.state))
+        again = get_policy(policy)().suggest(
+            SuggestRequest(
+                dim=d,
+                X=request.X.clone(),
+                y=request.y.clone(),
+                X_pending=request.X_pending.clone(),
+                count=request.count,
+                state=stored,
+                config=request.config,
+                seed=request.seed,
+            )
+        )
+        assert torch.equal(again.X, suggestion.X)
+        assert again.state == json.loads(json.dumps(suggestion.state))
+
+
+def test_the_first_batch_is_x0_then_the_exploration_points_in_the_delta_box() -> None:
+    d = 4
+    cls = get_policy("minucb")
+    config = cls.Config(resamples=2, x0=[0.1, 0.2, 0.95, 0.5])
+    empty = torch.empty(0, d, dtype=torch.float64)
+    request = SuggestRequest(
+        dim=d, X=empty, y=torch.empty(0, dtype=torch.float64), X_pending=empty, count=1, state={}, config=config, seed=3
+    )
+    out = cls().suggest(request)
+    x0 = torch.tensor(config.x0, dtype=torch.float64)
+    assert out.X.shape == (2 + d, d)  # b1 copies of x_0 + b2 = d exploration points
+    assert torch.equal(out.X[:2], x0.expand(2, d))
+    assert ((out.X - x0).abs() <= 0.2 + 1e-12).all() and ((out.X >= 0) & (out.X <= 1)).all()
+    assert out.state["t"] == 0 and out.state["batch"] == 2 + d and out.state["x_t"] == config.x0
+    # an ask for more than a batch gets at least that many points
+    big = cls().suggest(SuggestRequest(**{**request.__dict__, "count": 3 * d}))
+    assert big.X.shape[0] >= 3 * d
+
+
+def test_the_minucb_step_does_not_raise_the_upper_bound() -> None:
+    d = 5
+    g = torch.Generator().manual_seed(7)
+    f, _ = quadratic(d)
+    x_t = torch.full((d,), 0.5, dtype=torch.float64)
+    X = (x_t + 0.2 * (2 * torch.rand(30, d, generator=g, dtype=torch.float64) - 1)).clamp(0, 1)
+    y = f(X) + NOISE * torch.randn(30, generator=g, dtype=torch.float64)
+    model = gp.fit_model(X, y)
+    with torch.no_grad():
+        post = model.posterior(x_t.unsqueeze(0))
+        direct = post.mean.reshape(()) + 3.0 * post.variance.sqrt().reshape(())
+    assert torch.allclose(ucb(model, x_t.unsqueeze(0), 3.0), direct.reshape(1))  # beta multiplies sigma
+    for half_width in (None, 0.05):
+        lo, hi = (0.0, 1.0) if half_width is None else (0.5 - half_width, 0.5 + half_width)
+        bounds = torch.tensor([[lo] * d, [hi] * d], dtype=torch.float64)
+        x_next, info = minucb_step(model, x_t, 3.0, bounds)
+        before, after = ucb(model, torch.stack([x_t, x_next]), 3.0).tolist()
+        assert after <= before and info["moved"]
+        assert ((x_next >= lo - 1e-12) & (x_next <= hi + 1e-12)).all()
+        assert float(f(x_next)) < float(f(x_t))
+
+
+@pytest.mark.parametrize("policy", ["minucb", "gibo"])
+def test_a_config_with_an_unknown_or_bad_key_is_refused(policy: str) -> None:
+    cls = get_policy(policy)
+    with pytest.raises(ValidationError, match="bogus"):
+        cls.Config.model_validate({"bogus": 1})
+    with pytest.raises(ValidationError):
+        cls.Config.model_validate({"delta": -0.1})
+    with pytest.raises(PolicyConfigError, match="x0"):
+        cls.check_study(3, cls.Config(x0=[0.5, 0.5]))
+    assert cls.Config().delta == 0.2 and cls.Config().samples_per_iteration is None
