@@ -36,3 +36,36 @@ def test_restart_continues_the_plan_and_the_running_trials(db_url: str) -> None:
             assert study.refresh()["policy_state_version"] == 1  # the plan was not recomputed
     finally:
         server.stop()
+
+
+def test_restart_mid_iteration_continues_the_same_minucb_iteration(db_url: str) -> None:
+    space = {f"x{i}": {"type": "float", "low": -1, "high": 1} for i in range(3)}
+
+    def f(params: dict) -> float:
+        return sum((v - 0.3) ** 2 for v in params.values())
+
+    name = unique("minucb-restart")
+    server = ServerProcess(db_url, LOCALBO_TORCH_THREADS="1")
+    try:
+        with Client(server.url) as client:
+            study = client.create_study(name, space=space, policy="minucb", seed=3)
+            for _ in range(6):  # iteration 0 (x_0 and 3 exploration points), then x_1 and one point of its batch
+                trial = study.ask()
+                study.tell(trial, f(trial.params))
+            before = client.request("GET", f"/api/v1/studies/{name}/policy")
+            assert [t.source for t in study.trials()] == ["minucb"] * 6
+    finally:
+        server.stop()
+    assert before["state"]["t"] == 1 and len(before["planned"]) == 2
+
+    server = ServerProcess(db_url, LOCALBO_TORCH_THREADS="1")
+    try:
+        with Client(server.url) as client:
+            after = client.request("GET", f"/api/v1/studies/{name}/policy")
+            assert after == before  # same x_t, same t, same remaining plan
+            study = client.get_study(name)
+            nxt = study.ask()
+            assert nxt.number == 7 and nxt.params == before["planned"][0]["params"]
+            assert client.request("GET", f"/api/v1/studies/{name}/policy")["state"]["x_t"] == before["state"]["x_t"]
+    finally:
+        server.stop()

@@ -431,6 +431,22 @@ class Engine:
             row = repo.best_trial(conn, study.id, study.direction)
         return trial_dict(row) if row is not None else None
 
+    def policy_view(self, name: str) -> dict[str, Any]:
+        """The policy's persisted state and its plan queue (points in user units), for people and tests."""
+        with self.db.begin() as conn:
+            study = self._study(conn, name)
+            planned = repo.list_plan(conn, study.id)
+        space = self._space(study)
+        saved = study.policy_state or {}
+        return {
+            "policy": study.policy,
+            "policy_state_version": study.policy_state_version,
+            "state_schema": saved.get("schema"),
+            "state": saved.get("data", {}),
+            "last_policy_error": study.last_policy_error,
+            "planned": [{"params": space.from_unit(p.x), "x": p.x, "source": p.source} for p in planned],
+        }
+
     def export(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         with self.db.begin() as conn:
             study = self._study(conn, name)

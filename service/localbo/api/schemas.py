@@ -101,3 +101,18 @@ class Health(BaseModel):
     status: str
     version: str
     database: str
+
+
+class PlannedPoint(BaseModel):
+    params: dict[str, Any]
+    x: list[float] = Field(description="The point in the unit cube, as the policy sees it")
+    source: str
+
+
+class PolicyView(BaseModel):
+    policy: str
+    policy_state_version: int
+    state_schema: int | None
+    state: dict[str, Any] = Field(description="The policy's own state (unit-cube coordinates)")
+    last_policy_error: str | None
+    planned: list[PlannedPoint] = Field(description="The plan queue, in the order asks take it")

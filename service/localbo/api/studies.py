@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, EngineDep, StudyName
-from localbo.api.schemas import StudyCreate, StudyList, StudyOut
+from localbo.api.schemas import PolicyView, StudyCreate, StudyList, StudyOut
 
 router = APIRouter(prefix="/api/v1/studies", tags=["studies"])
 
@@ -26,6 +26,13 @@ def list_studies(engine: EngineDep, who: Caller) -> dict:
 def get_study(study: StudyName, engine: EngineDep, who: Caller) -> dict:
     check_read(who, study)
     return engine.get_study(study)
+
+
+@router.get("/{study}/policy", response_model=PolicyView)
+def policy_view(study: StudyName, engine: EngineDep, who: Caller) -> dict:
+    """The policy's state and the points it has planned but not handed out yet."""
+    check_read(who, study)
+    return engine.policy_view(study)
 
 
 @router.delete("/{study}", status_code=204)

@@ -250,6 +250,15 @@ def pop_plan(conn: Connection, study_id: int, limit: int) -> list[Row]:
     return sorted(rows, key=lambda r: (-r.priority, r.id))
 
 
+def list_plan(conn: Connection, study_id: int) -> Sequence[Row]:
+    """The plan queue in the order asks will take it."""
+    return conn.execute(
+        select(plan.c.x, plan.c.source, plan.c.priority)
+        .where(plan.c.study_id == study_id)
+        .order_by(plan.c.priority.desc(), plan.c.id)
+    ).all()
+
+
 def count_plan(conn: Connection, study_id: int) -> int:
     return conn.execute(select(func.count()).select_from(plan).where(plan.c.study_id == study_id)).scalar_one()
 
