@@ -547,6 +547,11 @@ def findings(rows: list[Row], plan: Plan, cpus: int) -> list[str]:
     out: list[str] = []
     multi = max(c for c, _ in plan.localbo)
     locks = {"sqlite": "SQLite's single write lock (BEGIN IMMEDIATE)", "postgres": "a row lock on the study"}
+    # Engine.run_write: SQLite transactions run on the event loop, Postgres ones in worker threads.
+    serving = {
+        "sqlite": "one event loop that runs each short transaction inline (one writer at a time anyway)",
+        "postgres": "worker threads whose transactions overlap only where they do not wait on that lock",
+    }
     for backend in plan.backends:
         lb1 = find(rows, backend, LOCALBO, 1)
         op1 = find(rows, backend, OPTUNA, 1)
@@ -578,8 +583,8 @@ def findings(rows: list[Row], plan: Plan, cpus: int) -> list[str]:
             text += (
                 f" With {multi} clients on one study localbo does {lbm.trials_per_s:.0f}/s "
                 f"({lbm.trials_per_s / lb1.trials_per_s:.2f}x one client): each ask and tell takes "
-                f"{locks.get(backend, 'the study lock')}, the server is one process running ask/tell on one "
-                "event loop (their database calls block it, so it serves one ask or tell at a time), "
+                f"{locks.get(backend, 'the study lock')}, the server is one process serving ask/tell from "
+                f"{serving.get(backend, 'one event loop')}, "
                 f"and here the {multi} client threads, the server and the database share {cpus} "
                 "CPU core(s)."
             )
