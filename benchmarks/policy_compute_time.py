@@ -99,25 +99,34 @@ def main() -> None:
     parser.add_argument("--n-max", type=int, default=None, help="GP data window (default: 5 d)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--cold", action="store_true", help="also time a fit from the priors' modes")
+    parser.add_argument("--out", type=str, default=None, help="also write the table to this markdown file")
+    parser.add_argument("--smoke", action="store_true", help="tiny: d = 3, 30 observations")
     args = parser.parse_args()
+    if args.smoke:
+        args.dims, args.n = [3], 30
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(
+    lines = [
         f"minucb suggest, n = {args.n} observations; {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} threads, "
-        f"load average {os.getloadavg()[0]:.1f}"
-    )
+        f"load average {os.getloadavg()[0]:.1f}",
+        "",
+    ]
     header = "| d | GP points | fit start | suggest (s) | fit | UCB step | explore (d points) | top-up, 1 point |"
-    print(header)
-    print("|---" * (header.count("|") - 1) + "|")
+    lines += [header, "|---" * (header.count("|") - 1) + "|"]
+    print("\n".join(lines), flush=True)
     for d in args.dims:
         for warm in [True, False] if args.cold else [True]:
             r = time_suggest(d, args.n, args.n_max, warm)
-            print(
+            row = (
                 f"| {d} | {r['gp_points']} | {'warm' if warm else 'cold'} | {r['total']:.1f} | {r['fit']:.1f} "
-                f"| {r['step']:.2f} | {r['explore']:.1f} | {r['top_up']:.2f} |",
-                flush=True,
+                f"| {r['step']:.2f} | {r['explore']:.1f} | {r['top_up']:.2f} |"
             )
+            print(row, flush=True)
+            lines.append(row)
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
