@@ -1,0 +1,15 @@
+"""The benchmark harness of localbo: objectives, runners (policy API, HTTP service, Optuna) and reports.
+
+- ``harness.objectives``: a registry of test functions (GIBO's GP-sampled functions ``gp25``,
+  ``gp50``, ``gp100``; ``branin``, ``hartmann6``, ``ackley``, ``rosenbrock`` from botorch), all minimised.
+- ``harness.runners``: ``run(RunSpec(...))`` drives one method on one objective for one seed and
+  records every evaluation (noisy value, noise-free value, best so far, incumbent value).
+- ``harness.report``: the CSV, the markdown table and the PNG plots.
+
+The command line is ``benchmarks/synthetic.py`` (see its docstring). To use the package from
+Python, put ``benchmarks/`` on ``sys.path``::
+
+    import sys; sys.path.insert(0, "benchmarks")
+    from harness.runners import RunSpec, run
+    result = run(RunSpec("branin", "sobol", "direct", seed=0, evals=20))
+"""

@@ -1,0 +1,320 @@
+"""Runners: drive one method on one objective for one seed, and record every evaluation.
+
+Three ways to run a method (``RunSpec.runner``):
+
+- ``direct``: a localbo policy through the policy API (``localbo.policies``), emulating the
+  engine (``service/localbo/engine.py``): a plan queue refilled by ``suggest`` only when it runs
+  short (extra rows are queued), ``X_pending`` = the planned points not yet evaluated, the points
+  clamped to ``[0, 1]^d``, the state stored as JSON between calls, ``PolicyRetry`` retried once,
+  any other failure answered with the engine's fallback points (counted in ``errors``), and the
+  objective's direction converted to minimisation. Evaluation is sequential (ask 1, tell 1).
+- ``http``: the same policy end to end: a study on a running server (``RunSpec.url``), created
+  and driven with the thin client (``create_study(..., policy=, policy_config=, seed=)``,
+  ``study.ask()`` / ``study.tell()``). With the same seed, ``direct`` and ``http`` runs of a
+  deterministic policy evaluate the same points.
+- ``optuna``: the peers ``tpe`` (``TPESampler(seed=)``), ``gpsampler`` (``GPSampler(seed=)``)
+  and ``optuna-random`` (``RandomSampler(seed=)``), with Optuna's ask/tell interface, in process.
+
+Each evaluation gives one row (``COLUMNS``): the noisy value told, the noise-free value at the
+point, the best noise-free value so far, and the noise-free value at the policy's incumbent: where
+the latest ``Suggestion.info`` or state holds an incumbent (``INCUMBENT_KEYS``, a list in
+``[0, 1]^d``), ``f(x_t)`` is recorded with ``incumbent_from = "policy"``; otherwise the incumbent is
+the best evaluated point (``incumbent = best_so_far``, ``incumbent_from = "best"``). The HTTP API
+does not expose the policy state, so ``http`` runs record ``"best"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+import warnings
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from harness.objectives import DTYPE, Objective, get_objective, instance_for, noise_draws
+
+COLUMNS = [
+    "objective",
+    "instance",
+    "method",
+    "runner",
+    "seed",
+    "eval",
+    "y",
+    "f",
+    "best_so_far",
+    "incumbent",
+    "incumbent_from",
+    "source",
+    "elapsed_s",
+]
+OPTUNA_METHODS = ("tpe", "gpsampler", "optuna-random")
+INCUMBENT_KEYS = ("incumbent", "x_t", "x_incumbent", "xt")
+FALLBACK = "fallback"
+FALLBACK_SEED_STRIDE = 7919  # as the engine: seed + 7919 * (state version + 1)
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    objective: str
+    method: str
+    runner: str  # "direct" | "http" | "optuna"
+    seed: int
+    evals: int
+    policy_config: dict[str, Any] | None = None
+    url: str | None = None  # the server, for runner "http"
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.objective, self.method, self.runner, self.seed)
+
+
+@dataclass
+class RunResult:
+    spec: RunSpec
+    rows: list[dict[str, Any]]
+    wall_s: float
+    errors: list[str] = field(default_factory=list)  # policy failures answered with fallback points
+
+
+def runner_for(method: str, runner: str) -> str:
+    """The runner a method actually uses: Optuna's peers always run in process."""
+    return "optuna" if method in OPTUNA_METHODS else runner
+
+
+def known_methods() -> list[str]:
+    from localbo.policies import registry
+
+    return [*registry(), *OPTUNA_METHODS]
+
+
+def find_incumbent(dim: int, *sources: dict[str, Any] | None) -> Tensor | None:
+    """The first ``INCUMBENT_KEYS`` entry of the dicts that is a finite vector of length ``dim``."""
+    for source in sources:
+        if not isinstance(source, dict):
+            continue
+        for key in INCUMBENT_KEYS:
+            value = source.get(key)
+            if not isinstance(value, list | tuple | Tensor):
+                continue
+            try:
+                x = torch.as_tensor(value, dtype=DTYPE).reshape(-1)
+            except (TypeError, ValueError, RuntimeError):
+                continue
+            if x.numel() == dim and bool(torch.isfinite(x).all()):
+                return x.clamp(0.0, 1.0)
+    return None
+
+
+class Recorder:
+    """Turns evaluations into rows, with the running best and the incumbent's value."""
+
+    def __init__(self, spec: RunSpec, objective: Objective, progress: Progress | None) -> None:
+        self.spec = spec
+        self.objective = objective
+        self.sign = 1.0 if objective.direction == "minimize" else -1.0
+        self.eps = noise_draws(objective, spec.seed, spec.evals)
+        self.rows: list[dict[str, Any]] = []
+        self.best = math.inf  # in minimisation form
+        self.progress = progress
+        self.t0 = time.perf_counter()
+        self._incumbent_x: Tensor | None = None
+        self._incumbent_f = math.nan
+
+    def evaluate(self, x_user: Tensor) -> tuple[float, float]:
+        """(noisy value, noise-free value) of the next evaluation, in the objective's direction."""
+        i = len(self.rows)
+        f = float(self.objective(x_user)[0])
+        return f + self.objective.noise_std * float(self.eps[i]), f
+
+    def record(self, y: float, f: float, source: str, incumbent_unit: Tensor | None = None) -> None:
+        self.best = min(self.best, self.sign * f)
+        if incumbent_unit is not None:
+            if self._incumbent_x is None or not torch.equal(incumbent_unit, self._incumbent_x):
+                self._incumbent_x = incumbent_unit.clone()
+                self._incumbent_f = float(self.objective(self.objective.to_user(incumbent_unit))[0])
+            incumbent, incumbent_from = self._incumbent_f, "policy"
+        else:
+            incumbent, incumbent_from = self.sign * self.best, "best"
+        self.rows.append(
+            {
+                "objective": self.spec.objective,
+                "instance": self.objective.instance,
+                "method": self.spec.method,
+                "runner": self.spec.runner,
+                "seed": self.spec.seed,
+                "eval": len(self.rows) + 1,
+                "y": y,
+                "f": f,
+                "best_so_far": self.sign * self.best,
+                "incumbent": incumbent,
+                "incumbent_from": incumbent_from,
+                "source": source,
+                "elapsed_s": time.perf_counter() - self.t0,
+            }
+        )
+        if self.progress is not None:
+            self.progress(1)
+
+    def result(self, errors: list[str] | None = None) -> RunResult:
+        return RunResult(self.spec, self.rows, time.perf_counter() - self.t0, errors or [])
+
+
+def run(spec: RunSpec, progress: Progress | None = None) -> RunResult:
+    """Run ``spec`` to its budget of evaluations."""
+    objective = get_objective(spec.objective, instance_for(spec.objective, spec.seed))
+    if spec.runner == "direct":
+        return run_direct(spec, objective, progress)
+    if spec.runner == "http":
+        return run_http(spec, objective, progress)
+    if spec.runner == "optuna":
+        return run_optuna(spec, objective, progress)
+    raise ValueError(f"unknown runner {spec.runner!r}; expected direct, http or optuna")
+
+
+# -- direct: the policy API, emulating the engine ---------------------------------------------
+
+
+def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
+    from localbo.policies import PolicyRetry, SuggestRequest, get_policy
+
+    cls = get_policy(spec.method)
+    config = cls.Config.model_validate(spec.policy_config or {})
+    cls.check_study(objective.dim, config)
+    config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
+    rec = Recorder(spec, objective, progress)
+    d = objective.dim
+    queue: deque[tuple[Tensor, str]] = deque()
+    X_done: list[Tensor] = []
+    y_done: list[float] = []  # minimisation form, as the engine hands them to the policy
+    state: dict[str, Any] = {}
+    incumbent: Tensor | None = None
+    version = 0  # the engine's policy_state_version: one per stored plan
+    errors: list[str] = []
+
+    def stack(rows: list[Tensor]) -> Tensor:
+        return torch.stack(rows) if rows else torch.empty(0, d, dtype=DTYPE)
+
+    for _ in range(spec.evals):
+        if not queue:
+            request = SuggestRequest(
+                dim=d,
+                X=stack(X_done),
+                y=torch.tensor(y_done, dtype=DTYPE),
+                X_pending=stack([x for x, _ in queue]),  # planned, not yet evaluated (none in sequential use)
+                count=1,
+                state=state,
+                config=config,
+                seed=spec.seed,
+            )
+            try:
+                try:
+                    suggestion = cls().suggest(request)
+                except PolicyRetry:
+                    suggestion = cls().suggest(request)
+                X = suggestion.X.detach().to("cpu", DTYPE)
+                if X.ndim != 2 or X.shape[1] != d or X.shape[0] < 1 or not bool(torch.isfinite(X).all()):
+                    raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= 1 x {d}, finite")
+                new_state = json.loads(json.dumps(suggestion.state))  # stored as JSON by the engine
+                found = find_incumbent(d, suggestion.info, new_state)
+                incumbent = found if found is not None else incumbent
+                queue.extend((x, cls.name) for x in X.clamp(0.0, 1.0))
+                state = new_state
+            except Exception as exc:  # the engine's fallback: seeded uniform points, the state kept
+                errors.append(f"eval {len(rec.rows) + 1}: {type(exc).__name__}: {exc}")
+                generator = torch.Generator().manual_seed(spec.seed + FALLBACK_SEED_STRIDE * (version + 1))
+                queue.append((torch.rand(1, d, generator=generator, dtype=DTYPE)[0], FALLBACK))
+            version += 1
+        x, source = queue.popleft()
+        y, f = rec.evaluate(objective.to_user(x))
+        X_done.append(x)
+        y_done.append(rec.sign * y)
+        rec.record(y, f, source, incumbent)
+    return rec.result(errors)
+
+
+# -- http: the service end to end -------------------------------------------------------------
+
+
+def param_names(d: int) -> list[str]:
+    """Zero-padded, so that every storage keeps them in numeric order."""
+    width = max(3, len(str(d - 1)))
+    return [f"x{i:0{width}d}" for i in range(d)]
+
+
+def run_http(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
+    from localbo_client import Client
+
+    if spec.url is None:
+        raise ValueError("runner 'http' needs RunSpec.url (a running localbo server)")
+    names = param_names(objective.dim)
+    lo, hi = objective.bounds.tolist()
+    space = {n: {"type": "float", "low": lo[i], "high": hi[i]} for i, n in enumerate(names)}
+    rec = Recorder(spec, objective, progress)
+    errors: list[str] = []
+    with Client(spec.url, timeout=900.0) as client:
+        study = client.create_study(
+            f"{spec.objective}-{spec.method}-s{spec.seed}-{uuid.uuid4().hex[:8]}",
+            space=space,
+            direction=objective.direction,
+            policy=spec.method,
+            policy_config=spec.policy_config,
+            seed=spec.seed,
+            metadata={"benchmark": "synthetic", "objective": spec.objective, "instance": objective.instance},
+        )
+        for _ in range(spec.evals):
+            trial = study.ask()
+            x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
+            y, f = rec.evaluate(x)
+            study.tell(trial, y)
+            if trial.source == FALLBACK:
+                errors.append(f"eval {len(rec.rows) + 1}: fallback point")
+            rec.record(y, f, trial.source)
+        last_error = study.refresh().get("last_policy_error")
+        if last_error:
+            errors.append(f"last_policy_error: {last_error}")
+    return rec.result(errors)
+
+
+# -- optuna peers ---------------------------------------------------------------------------------
+
+
+def make_sampler(method: str, seed: int) -> Any:
+    import optuna
+
+    if method == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if method == "gpsampler":
+        return optuna.samplers.GPSampler(seed=seed)
+    if method == "optuna-random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise ValueError(f"unknown Optuna method {method!r}; expected one of {OPTUNA_METHODS}")
+
+
+def run_optuna(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    names = param_names(objective.dim)
+    lo, hi = objective.bounds.tolist()
+    distributions = {n: FloatDistribution(lo[i], hi[i]) for i, n in enumerate(names)}
+    rec = Recorder(spec, objective, progress)
+    study = optuna.create_study(direction=objective.direction, sampler=make_sampler(spec.method, spec.seed))
+    for _ in range(spec.evals):
+        trial = study.ask(distributions)
+        x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
+        y, f = rec.evaluate(x)
+        study.tell(trial, y)
+        rec.record(y, f, spec.method)
+    return rec.result()
