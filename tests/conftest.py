@@ -24,6 +24,17 @@ def _pg_available() -> bool:
         return False
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Small tensors run fastest, and safest on a busy 2-core machine, on one thread."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh database on the real Postgres for this test session, dropped afterwards."""

@@ -6,8 +6,6 @@ posterior cross-covariance, the trace after a batch against a GP conditioned on 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from botorch.models import SingleTaskGP
@@ -18,12 +16,7 @@ D = 4
 TOL = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
