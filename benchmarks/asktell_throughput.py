@@ -94,6 +94,16 @@ class Row:
     error_samples: list[str] = field(default_factory=list)
 
 
+def measured_row(
+    backend: str, system: str, clients: int, trials: int, timing: tuple[float, list[float], int], **rest: Any
+) -> Row:
+    """A Row from a run's (wall seconds, latencies, cycles done): rate and percentiles computed here."""
+    wall, latencies, done = timing
+    p50, p99 = summarize(latencies)
+    rate = done / wall if wall > 0 else 0.0
+    return Row(backend, system, clients, trials, done, wall, rate, p50, p99, **rest)
+
+
 def summarize(latencies: list[float]) -> tuple[float, float]:
     if not latencies:
         return math.nan, math.nan
@@ -297,20 +307,15 @@ def bench_localbo(server: Server, backend: str, clients: int, trials: int) -> Ro
         made = [stack.enter_context(Client(server.url, transport=CountingTransport(retries))) for _ in range(clients)]
         states = [(client.get_study(name), f"bench-{clients}c-{i}") for i, client in enumerate(made)]
         cpu0, server0 = time.process_time(), server.cpu()
-        wall, latencies, done = run_threads(states, split(trials, clients), cycle)
+        timing = run_threads(states, split(trials, clients), cycle)
         cpu, server1 = time.process_time() - cpu0, server.cpu()
     verified, check = verify_localbo(server.url, name, trials)
-    p50, p99 = summarize(latencies)
-    return Row(
-        backend=backend,
-        system=LOCALBO,
-        clients=clients,
-        trials=trials,
-        done=done,
-        seconds=wall,
-        trials_per_s=done / wall if wall > 0 else 0.0,
-        p50_ms=p50,
-        p99_ms=p99,
+    return measured_row(
+        backend,
+        LOCALBO,
+        clients,
+        trials,
+        timing,
         errors=errors.count,
         retries=retries[0],
         verified=verified,
@@ -373,23 +378,18 @@ def bench_optuna(storage: Any, backend: str, threads: int, trials: int, system: 
         return True
 
     cpu0 = time.process_time()
-    wall, latencies, done = run_threads([None] * threads, split(trials, threads), cycle)
+    timing = run_threads([None] * threads, split(trials, threads), cycle)
     cpu = time.process_time() - cpu0
     stored = study.get_trials(deepcopy=False)
     complete = sum(1 for t in stored if t.state == optuna.trial.TrialState.COMPLETE)
     verified = complete == trials and len(stored) == trials
     check = f"{complete} complete of {len(stored)} stored, expected {trials}"
-    p50, p99 = summarize(latencies)
-    return Row(
-        backend=backend,
-        system=system,
-        clients=threads,
-        trials=trials,
-        done=done,
-        seconds=wall,
-        trials_per_s=done / wall if wall > 0 else 0.0,
-        p50_ms=p50,
-        p99_ms=p99,
+    return measured_row(
+        backend,
+        system,
+        threads,
+        trials,
+        timing,
         errors=errors.count,
         retries=0,
         verified=verified,
