@@ -92,18 +92,6 @@ def test_smoke_run_writes_csv_markdown_and_plots(tmp_path: Path) -> None:
     assert committed.get("smoke") is not True and committed.get("date") != meta["date"]
 
 
-def test_smoke_refuses_to_write_into_the_committed_results() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(COMMITTED)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "--smoke does not write into benchmarks/results" in done.stderr
-
-
 # -- objectives -----------------------------------------------------------------------------------
 
 

@@ -44,9 +44,10 @@ def test_smoke_run_writes_results_with_positive_rates_and_no_errors(tmp_path: Pa
     assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
 
 
-def test_smoke_refuses_to_write_into_the_committed_results() -> None:
+@pytest.mark.parametrize("script", ["asktell_throughput.py", "synthetic.py"])
+def test_smoke_refuses_to_write_into_the_committed_results(script: str) -> None:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(ROOT / "benchmarks" / "results")],
+        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", "--out", str(ROOT / "benchmarks" / "results")],
         cwd=ROOT,
         capture_output=True,
         text=True,
