@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, insert, select, update
+from sqlalchemy import Text, bindparam, case, cast, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
 from localbo.storage.models import IdempotencyRecord, PlannedPoint, Study, Trial
@@ -98,6 +98,8 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None) -> dict[
         ),
         func.min(trials.c.value).label("min_value"),
         func.max(trials.c.value).label("max_value"),
+        func.max(trials.c.created_at).label("last_created_at"),
+        func.max(trials.c.completed_at).label("last_completed_at"),
     ).group_by(trials.c.study_id)
     if study_ids is not None:
         query = query.where(trials.c.study_id.in_(list(study_ids)))
@@ -224,6 +226,52 @@ def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Ro
     pending = conn.execute(select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "running")).all()
     pending = [*pending, *conn.execute(select(plan.c.x).where(plan.c.study_id == study_id)).all()]
     return done, pending
+
+
+# -- the dashboard's change feed -------------------------------------------------------
+
+# x as its stored JSON text: the dashboard's series passes it through without parsing.
+_SERIES_COLUMNS = [
+    trials.c.number,
+    trials.c.state,
+    trials.c.value,
+    cast(trials.c.x, Text).label("x_json"),
+    trials.c.source,
+    trials.c.reason,
+    trials.c.created_at,
+    trials.c.completed_at,
+]
+
+
+def series_rows(
+    conn: Connection,
+    study_id: int,
+    *,
+    after: int = 0,
+    numbers: Sequence[int] = (),
+    completed_since: datetime | None = None,
+) -> Sequence[Row]:
+    """Compact trial rows by number: those above ``after``, those in ``numbers``, and those finished since a time."""
+    match = [trials.c.number > after]
+    if numbers:
+        match.append(trials.c.number.in_(list(numbers)))
+    if completed_since is not None:
+        match.append(trials.c.completed_at >= completed_since)
+    query = select(*_SERIES_COLUMNS).where(trials.c.study_id == study_id, or_(*match)).order_by(trials.c.number)
+    return conn.execute(query).all()
+
+
+def open_trial_numbers(conn: Connection, study_id: int, up_to: int) -> list[int]:
+    """Numbers of the trials at or below ``up_to`` that may still change: running or stale."""
+    return list(
+        conn.execute(
+            select(trials.c.number).where(
+                trials.c.study_id == study_id,
+                trials.c.state.in_(("running", "stale")),
+                trials.c.number <= up_to,
+            )
+        ).scalars()
+    )
 
 
 # -- the plan queue --------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""What people watching a study read: its trials as compact columns, and a feed of what changed.
+
+The series is one JSON object of columns (one entry per trial, by number), built as text: the
+stored x is passed through unparsed, so 50,000 trials answer in one quick request. The feed is
+polled per viewer (a few indexed queries every ``POLL_SECONDS``), so it sees writes of every API
+process sharing the database; it remembers what it sent and returns only what changed since.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Row
+
+from localbo.errors import NotFound
+from localbo.storage import repository as repo
+from localbo.storage.models import utcnow
+
+POLL_SECONDS = 0.5
+CLOCK_SLACK = timedelta(seconds=5)  # API processes may stamp completed_at a little ahead of ours
+OPEN_STATES = ("running", "stale")
+
+
+def _number(value: float | None) -> str:
+    return "null" if value is None else repr(float(value))
+
+
+def _epoch(value: datetime | None) -> str:
+    return "null" if value is None else f"{value.timestamp():.3f}"
+
+
+def columns_json(rows: Sequence[Row]) -> str:
+    """The rows as a JSON object of equal-length columns, written directly (no per-row objects)."""
+    reasons = {str(r.number): r.reason for r in rows if r.reason}
+    return (
+        '{"number":[' + ",".join(str(r.number) for r in rows) + "]"
+        + ',"state":' + json.dumps([r.state for r in rows])
+        + ',"value":[' + ",".join(_number(r.value) for r in rows) + "]"
+        + ',"x":[' + ",".join(r.x_json for r in rows) + "]"
+        + ',"source":' + json.dumps([r.source for r in rows])
+        + ',"created":[' + ",".join(_epoch(r.created_at) for r in rows) + "]"
+        + ',"completed":[' + ",".join(_epoch(r.completed_at) for r in rows) + "]"
+        + ',"reasons":' + json.dumps(reasons)
+        + "}"
+    )  # fmt: skip
+
+
+def _study(db: Engine, name: str) -> Row:
+    with db.begin() as conn:
+        study = repo.get_study(conn, name)
+    if study is None:
+        raise NotFound(f"study {name!r} not found")
+    return study
+
+
+def series(db: Engine, name: str, after: int = 0) -> str:
+    """The study's trials numbered above ``after`` as columns, with the time to pass to the feed as ``since``."""
+    now = utcnow()
+    with db.begin() as conn:
+        study = repo.get_study(conn, name)
+        if study is None:
+            raise NotFound(f"study {name!r} not found")
+        rows = repo.series_rows(conn, study.id, after=after)
+    head = {
+        "study": study.name,
+        "direction": study.direction,
+        "space": study.space,
+        "policy": study.policy,
+        "policy_state_version": study.policy_state_version,
+        "as_of": now.isoformat(),
+        "last": rows[-1].number if rows else after,
+    }
+    return json.dumps(head)[:-1] + ',"trials":' + columns_json(rows) + "}"
+
+
+class Feed:
+    """One viewer's change feed: trials above ``after``, open trials changing state, policy updates."""
+
+    def __init__(self, db: Engine, name: str, after: int = 0, since: datetime | None = None) -> None:
+        study = _study(db, name)
+        self.db, self.name, self.study_id = db, name, study.id
+        self.cursor = after
+        self.since = since - CLOCK_SLACK if since is not None else None
+        with db.begin() as conn:
+            self.open = {n: "running" for n in repo.open_trial_numbers(conn, study.id, after)}
+        self.study_key: tuple[Any, ...] | None = None
+        self.gone = False
+
+    def poll(self) -> list[tuple[str, str]]:
+        """The (event, JSON data) pairs for what changed since the last poll."""
+        events: list[tuple[str, str]] = []
+        with self.db.begin() as conn:
+            study = repo.get_study(conn, self.name)
+            if study is None or study.id != self.study_id:
+                self.gone = True
+                return [("gone", json.dumps({"study": self.name}))]
+            rows: Sequence[Row] = ()
+            if study.trial_count > self.cursor or self.open or self.since is not None:
+                rows = repo.series_rows(
+                    conn, study.id, after=self.cursor, numbers=sorted(self.open), completed_since=self.since
+                )
+        first = self.since is not None
+        self.since = None
+        changed = [r for r in rows if first or r.number > self.cursor or self.open.get(r.number) != r.state]
+        for r in changed:
+            if r.state in OPEN_STATES:
+                self.open[r.number] = r.state
+            else:
+                self.open.pop(r.number, None)
+        if changed:
+            self.cursor = max(self.cursor, *(r.number for r in changed))
+            events.append(("trials", columns_json(changed)))
+        key = (study.policy_state_version, study.last_policy_error, study.trial_count)
+        if key != self.study_key:
+            self.study_key = key
+            info = {
+                "policy_state_version": study.policy_state_version,
+                "last_policy_error": study.last_policy_error,
+                "trial_count": study.trial_count,
+            }
+            events.append(("study", json.dumps(info)))
+        return events
