@@ -88,7 +88,6 @@ class Feed:
         with db.begin() as conn:
             self.open = {n: "running" for n in repo.open_trial_numbers(conn, study.id, after)}
         self.study_key: tuple[Any, ...] | None = None
-        self.gone = False
 
     def poll(self) -> list[tuple[str, str]]:
         """The (event, JSON data) pairs for what changed since the last poll."""
@@ -96,7 +95,6 @@ class Feed:
         with self.db.begin() as conn:
             study = repo.get_study(conn, self.name)
             if study is None or study.id != self.study_id:
-                self.gone = True
                 return [("gone", json.dumps({"study": self.name}))]
             rows: Sequence[Row] = ()
             if study.trial_count > self.cursor or self.open or self.since is not None:

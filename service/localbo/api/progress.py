@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Annotated
 
@@ -14,13 +15,15 @@ from localbo import progress
 from localbo.api.auth import check_read
 from localbo.api.deps import Caller, EngineDep, StudyName
 
-router = APIRouter(prefix="/api/v1/studies/{study}", tags=["progress"])
+router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
+LIST_POLL_SECONDS = 2.0  # the list's summaries scan every trial: poll it less often than one study
+Events = list[tuple[str, str]]
 
 After = Annotated[int, Query(ge=0, description="Only trials numbered above this")]
 
 
-@router.get("/series")
+@router.get("/studies/{study}/series")
 def series(study: StudyName, engine: EngineDep, who: Caller, after: After = 0) -> Response:
     """The trials above ``after`` as columns (number, state, value, x in the unit cube, source, times, reasons).
 
@@ -30,7 +33,7 @@ def series(study: StudyName, engine: EngineDep, who: Caller, after: After = 0) -
     return Response(progress.series(engine.db, study, after), media_type="application/json")
 
 
-@router.get("/events")
+@router.get("/studies/{study}/events")
 async def events(
     study: StudyName,
     request: Request,
@@ -43,23 +46,48 @@ async def events(
     (policy state version, last policy error, trial count) and ``gone`` when the study is deleted."""
     check_read(who, study)
     feed = await anyio.to_thread.run_sync(progress.Feed, engine.db, study, after, since)
+    return _event_stream(feed.poll, request, progress.POLL_SECONDS)
+
+
+@router.get("/events")
+async def studies_events(request: Request, engine: EngineDep, who: Caller) -> StreamingResponse:
+    """Server-sent events for the studies list: ``studies`` (as ``GET /studies``, only those the token
+    may read) at once and whenever a study's summary changes."""
+    sent = ""
+
+    def poll() -> Events:
+        nonlocal sent
+        studies = [s for s in engine.list_studies() if who.can_read(s["name"])]
+        body = json.dumps({"studies": studies})
+        if body == sent:
+            return []
+        sent = body
+        return [("studies", body)]
+
+    return _event_stream(poll, request, LIST_POLL_SECONDS)
+
+
+def _event_stream(poll: Callable[[], Events], request: Request, interval: float) -> StreamingResponse:
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(_stream(feed, request), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(_stream(poll, request, interval), media_type="text/event-stream", headers=headers)
 
 
-async def _stream(feed: progress.Feed, request: Request) -> AsyncIterator[str]:
+async def _stream(poll: Callable[[], Events], request: Request, interval: float) -> AsyncIterator[str]:
+    """Polls (in a thread) every ``interval`` until a ``gone`` event, the client leaves, or the server stops."""
     yield "retry: 2000\n\n"
     quiet_since = anyio.current_time()
     closing: anyio.Event = request.app.state.closing
-    while not feed.gone and not closing.is_set():
-        events = await anyio.to_thread.run_sync(feed.poll)
+    while not closing.is_set():
+        events = await anyio.to_thread.run_sync(poll)
         for name, data in events:
             yield f"event: {name}\ndata: {data}\n\n"
+        if any(name == "gone" for name, _ in events):
+            return
         now = anyio.current_time()
         if events:
             quiet_since = now
         elif now - quiet_since >= KEEPALIVE_SECONDS:
             quiet_since = now
             yield ": keep-alive\n\n"
-        with anyio.move_on_after(progress.POLL_SECONDS):
+        with anyio.move_on_after(interval):
             await closing.wait()

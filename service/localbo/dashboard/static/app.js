@@ -100,27 +100,28 @@ function studyRow(s) {
 
 async function listView() {
   main.innerHTML = `<h1>Studies</h1><p class="dim" id="list-note"></p><div id="studies"></div>`;
-  let timer = null;
-  let stopped = false;
-  const load = async () => {
-    const { studies } = await get("studies");
-    if (stopped) return;
+  const show = (studies) => {
     document.getElementById("studies").innerHTML = studies.length
       ? `<table class="grid" data-testid="studies"><thead><tr><th>name</th><th>policy</th><th>direction</th>
            <th class="num">trials</th><th class="num">best value</th><th>state</th><th>last activity</th></tr></thead>
            <tbody>${studies.map(studyRow).join("")}</tbody></table>`
       : `<p>No studies yet. Create one with the Python client or <code>POST /api/v1/studies</code>.</p>`;
-    document.getElementById("list-note").textContent = `${studies.length} studies · refreshed ${new Date().toLocaleTimeString()} (every 5 s while this tab is visible)`;
+    document.getElementById("list-note").textContent = `${studies.length} studies`;
   };
-  await load();
-  const tick = async () => {
-    if (!document.hidden) await load().catch(() => {});
-    if (!stopped) timer = setTimeout(tick, 5000);
-  };
-  timer = setTimeout(tick, 5000);
+  let current = (await get("studies")).studies;
+  show(current);
+  // the stream sends the list again whenever a summary changes; "last activity" ages locally
+  const unsubscribe = subscribe(
+    "events",
+    () => ({}),
+    (event, payload) => event === "studies" && show((current = payload.studies)),
+    setLive,
+  );
+  const ageing = setInterval(() => show(current), 10000);
   leave = () => {
-    stopped = true;
-    clearTimeout(timer);
+    unsubscribe();
+    clearInterval(ageing);
+    setLive("");
   };
   ready("list");
 }
