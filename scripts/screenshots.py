@@ -13,20 +13,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from localbo.dashboard import chromium
 from localbo.server_process import ServerProcess
 from localbo_client import Client
 from playwright.sync_api import sync_playwright
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SPACE = {f"x{i}": {"type": "float", "low": -2.0, "high": 2.0} for i in range(5)}
 OPTIMUM = [0.7, -0.4, 1.1, 0.2, -1.3]
 
@@ -66,7 +57,7 @@ def main() -> None:
         try:
             populate(server.url, args.trials)
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                browser = chromium.launch(p)
                 page = browser.new_page(viewport={"width": 1400, "height": 900})
                 page.on("console", lambda m: print("console:", m.type, m.text))
                 page.on("pageerror", lambda e: print("page error:", e))

@@ -71,7 +71,7 @@ function askForToken(error) {
     setToken(String(form.get("token")).trim(), form.get("remember") === "on");
     route();
   });
-  document.body.dataset.view = "auth";
+  ready("auth");
 }
 
 document.getElementById("token-button").addEventListener("click", () => {
