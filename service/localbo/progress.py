@@ -1,7 +1,7 @@
 """What people watching a study read: its trials as compact columns, and a feed of what changed.
 
-The series is one JSON object of columns (one entry per trial, by number), built as text: the
-stored x is passed through unparsed, so 50,000 trials answer in one quick request. The feed is
+The series is one JSON object of columns (one entry per trial, by number) whose arrays the
+database builds itself, so 50,000 trials answer in one quick request. The feed is
 polled per viewer (a few indexed queries every ``POLL_SECONDS``), so it sees writes of every API
 process sharing the database; it remembers what it sent and returns only what changed since.
 """
@@ -9,7 +9,6 @@ process sharing the database; it remembers what it sent and returns only what ch
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,28 +24,9 @@ CLOCK_SLACK = timedelta(seconds=5)  # API processes may stamp completed_at a lit
 OPEN_STATES = ("running", "stale")
 
 
-def _number(value: float | None) -> str:
-    return "null" if value is None else repr(float(value))
-
-
-def _epoch(value: datetime | None) -> str:
-    return "null" if value is None else f"{value.timestamp():.3f}"
-
-
-def columns_json(rows: Sequence[Row]) -> str:
-    """The rows as a JSON object of equal-length columns, written directly (no per-row objects)."""
-    reasons = {str(r.number): r.reason for r in rows if r.reason}
-    return (
-        '{"number":[' + ",".join(str(r.number) for r in rows) + "]"
-        + ',"state":' + json.dumps([r.state for r in rows])
-        + ',"value":[' + ",".join(_number(r.value) for r in rows) + "]"
-        + ',"x":[' + ",".join(r.x_json for r in rows) + "]"
-        + ',"source":' + json.dumps([r.source for r in rows])
-        + ',"created":[' + ",".join(_epoch(r.created_at) for r in rows) + "]"
-        + ',"completed":[' + ",".join(_epoch(r.completed_at) for r in rows) + "]"
-        + ',"reasons":' + json.dumps(reasons)
-        + "}"
-    )  # fmt: skip
+def columns_json(columns: dict[str, str]) -> str:
+    """The JSON object of columns from the JSON arrays the database built."""
+    return "{" + ",".join(f'"{name}":{text}' for name, text in columns.items()) + "}"
 
 
 def _study(db: Engine, name: str) -> Row:
@@ -64,7 +44,7 @@ def series(db: Engine, name: str, after: int = 0) -> str:
         study = repo.get_study(conn, name)
         if study is None:
             raise NotFound(f"study {name!r} not found")
-        rows = repo.series_rows(conn, study.id, after=after)
+        columns = repo.series_columns(conn, study.id, after=after)
     head = {
         "study": study.name,
         "direction": study.direction,
@@ -72,9 +52,9 @@ def series(db: Engine, name: str, after: int = 0) -> str:
         "policy": study.policy,
         "policy_state_version": study.policy_state_version,
         "as_of": now.isoformat(),
-        "last": rows[-1].number if rows else after,
+        "last": max(after, study.trial_count),
     }
-    return json.dumps(head)[:-1] + ',"trials":' + columns_json(rows) + "}"
+    return json.dumps(head)[:-1] + ',"trials":' + columns_json(columns) + "}"
 
 
 class Feed:
@@ -96,22 +76,22 @@ class Feed:
             study = repo.get_study(conn, self.name)
             if study is None or study.id != self.study_id:
                 return [("gone", json.dumps({"study": self.name}))]
-            rows: Sequence[Row] = ()
-            if study.trial_count > self.cursor or self.open or self.since is not None:
-                rows = repo.series_rows(
-                    conn, study.id, after=self.cursor, numbers=sorted(self.open), completed_since=self.since
+            first, since = self.since is not None, self.since
+            self.since = None
+            if study.trial_count > self.cursor or self.open or first:
+                rows = repo.trial_states(
+                    conn, study.id, after=self.cursor, numbers=sorted(self.open), completed_since=since
                 )
-        first = self.since is not None
-        self.since = None
-        changed = [r for r in rows if first or r.number > self.cursor or self.open.get(r.number) != r.state]
-        for r in changed:
-            if r.state in OPEN_STATES:
-                self.open[r.number] = r.state
-            else:
-                self.open.pop(r.number, None)
-        if changed:
-            self.cursor = max(self.cursor, *(r.number for r in changed))
-            events.append(("trials", columns_json(changed)))
+                changed = [n for n, state in rows if first or n > self.cursor or self.open.get(n) != state]
+                for n, state in rows:
+                    if state in OPEN_STATES:
+                        self.open[n] = state
+                    else:
+                        self.open.pop(n, None)
+                if changed:
+                    self.cursor = max(self.cursor, changed[-1])
+                    columns = repo.series_columns(conn, study.id, after=None, numbers=changed)
+                    events.append(("trials", columns_json(columns)))
         key = (study.policy_state_version, study.last_policy_error, study.trial_count)
         if key != self.study_key:
             self.study_key = key

@@ -36,10 +36,15 @@ function setLive(state, why = "") {
   liveBadge.title = why;
 }
 
+// marks the view ready once its first frame is painted (canvas strokes rasterise at paint time)
 function ready(view) {
   document.body.dataset.view = view;
-  document.body.dataset.ready = "1";
-  performance.mark(`localbo:${view}-interactive`);
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      document.body.dataset.ready = "1";
+      performance.mark(`localbo:${view}-interactive`);
+    }),
+  );
 }
 
 // -- the token ---------------------------------------------------------------------------------
@@ -168,8 +173,8 @@ function studySkeleton(name) {
     <section class="panel" id="policy"><h2>Policy</h2><div id="policy-body" class="dim">loading…</div></section>
   </div>
   <section class="panel">
-    <div class="panel-head"><h2>Parameters of every completed trial</h2>
-      <span class="dim">coloured by value${""}; the dashed black line is the current centre x<sub>t</sub></span></div>
+    <div class="panel-head"><h2>Parameters of the completed trials<span id="parallel-note" class="dim"></span></h2>
+      <span class="dim">coloured by value; the dashed black line is the current centre x<sub>t</sub></span></div>
     <canvas id="parallel" class="chart tall" role="img" aria-label="Parallel coordinates of the trials"></canvas>
   </section>
   <section class="panel">
@@ -200,6 +205,7 @@ async function studyView(name) {
   const render = () => {
     frame = 0;
     if (stopped) return;
+    const started = performance.now();
     renderCards(data, series.direction);
     const history = drawHistory(document.getElementById("history"), data, { direction: series.direction, log: view.log });
     document.getElementById("history").dataset.drawn = history.drawn;
@@ -207,13 +213,24 @@ async function studyView(name) {
     const centre = view.policy?.state?.x_t ?? null;
     const labels = specs.map((s) => [fmt(s.low), fmt(s.high)]);
     const parallel = drawParallel(document.getElementById("parallel"), data, names, { direction: series.direction, centre, axisLabels: labels });
-    document.getElementById("parallel").dataset.drawn = parallel;
+    document.getElementById("parallel").dataset.drawn = parallel.drawn;
+    document.getElementById("parallel-note").textContent =
+      parallel.drawn < parallel.total ? `: ${parallel.drawn.toLocaleString()} of ${parallel.total.toLocaleString()} (the best and an even sample of the rest)` : "";
     renderPath();
     renderPolicy(view.policy, data, names, specs);
     renderTable(data, names, specs, view, rerender);
+    lastEnd = performance.now();
+    cost = lastEnd - started;
+    document.body.dataset.renderMs = cost.toFixed(1);
   };
+  // at most one redraw per frame, and on big studies a pause of a few redraw times between them,
+  // so a stream of tells never keeps the page busy
+  let lastEnd = 0;
+  let cost = 0;
   const rerender = () => {
-    if (!frame) frame = requestAnimationFrame(render);
+    if (frame) return;
+    const wait = Math.max(0, lastEnd + 4 * cost - performance.now());
+    frame = setTimeout(() => requestAnimationFrame(render), wait);
   };
   const renderPath = () => {
     const trail = view.policy?.state?.path;

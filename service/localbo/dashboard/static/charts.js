@@ -210,7 +210,7 @@ export function drawPath(canvas, path, names, limit = 8) {
 
 // Parallel coordinates: one polyline per completed trial through its parameters (unit cube) and its
 // value, coloured by value (viridis, best bright, drawn last); the current centre x_t as a thick line.
-export function drawParallel(canvas, data, names, { direction = "minimize", centre = null, axisLabels = [] } = {}) {
+export function drawParallel(canvas, data, names, { direction = "minimize", centre = null, axisLabels = [], maxLines = 4000 } = {}) {
   const { ctx, w, h } = prepare(canvas);
   const box = { l: 30, r: w - 70, t: 26, b: h - 26 };
   const shown = names.slice(0, 24);
@@ -232,9 +232,20 @@ export function drawParallel(canvas, data, names, { direction = "minimize", cent
     lo = Math.min(lo, data.value[i]);
     hi = Math.max(hi, data.value[i]);
   }
+  // Past maxLines, lines stop adding information but cost seconds to rasterise: draw the best
+  // quarter of maxLines and an even sample of the rest (ranks stay in order, so colours do too).
+  const total = idx.length;
+  if (total > maxLines) {
+    const best = Math.floor(maxLines / 4);
+    const rest = total - best;
+    const step = rest / (maxLines - best);
+    const sample = [];
+    for (let k = 0; k < maxLines - best; k++) sample.push(idx[Math.floor(k * step)]);
+    idx.splice(0, rest, ...sample);
+  }
   const vu = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5);
   const buckets = 24;
-  const alpha = idx.length > 20000 ? 0.12 : idx.length > 2000 ? 0.25 : 0.7;
+  const alpha = idx.length > 2000 ? 0.3 : idx.length > 500 ? 0.5 : 0.7;
   ctx.globalAlpha = alpha;
   ctx.lineWidth = 1;
   for (let b = 0; b < buckets; b++) {
@@ -294,5 +305,5 @@ export function drawParallel(canvas, data, names, { direction = "minimize", cent
   ctx.fillText("best", kx - 4, box.t - 1);
   ctx.textBaseline = "top";
   ctx.fillText("worst", kx - 6, box.b + 2);
-  return idx.length;
+  return { drawn: idx.length, total };
 }
