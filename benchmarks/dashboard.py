@@ -279,7 +279,7 @@ def run_peer(browser: Any, n: int, repeats: int, live: bool) -> Row:
             if math.isfinite(elapsed):
                 heap_mb = page.evaluate(HEAP_MB)
                 if live and k == repeats - 1:
-                    latency = peer_live_latency(page, study, completed)
+                    latency = peer_live_latency(page, study)
             context.close()
             if not math.isfinite(elapsed):
                 break  # one load that never got there is the finding; do not spend minutes on more
@@ -287,16 +287,20 @@ def run_peer(browser: Any, n: int, repeats: int, live: bool) -> Row:
                statistics.median(times), max(times), math.nan, heap_mb, latency)  # fmt: skip
 
 
-def peer_live_latency(page: Any, study: Any, completed: int) -> float:
-    """A completed trial added to the study; seconds until the History plot draws it (it polls)."""
+PEER_POINTS = "() => document.querySelector('.js-plotly-plot').querySelectorAll('.scatterlayer .point').length"
+
+
+def peer_live_latency(page: Any, study: Any) -> float:
+    """A completed trial added to the study; seconds until the History plot draws one more point (it polls)."""
     from optuna.distributions import FloatDistribution
     from optuna.trial import create_trial
 
     dists = {name: FloatDistribution(spec["low"], spec["high"]) for name, spec in SPACE.items()}
+    before = page.evaluate(PEER_POINTS)
     t0 = time.perf_counter()
     study.add_trial(create_trial(params={k: 0.0 for k in SPACE}, distributions=dists, value=0.5))
     try:
-        page.wait_for_function(PEER_READY, arg=completed + 1, timeout=PEER_WAIT_S * 1000)
+        page.wait_for_function(f"() => ({PEER_POINTS})() > {before}", timeout=PEER_WAIT_S * 1000)
     except PlaywrightTimeout:
         return math.inf
     return time.perf_counter() - t0

@@ -24,9 +24,11 @@ CLOCK_SLACK = timedelta(seconds=5)  # API processes may stamp completed_at a lit
 OPEN_STATES = ("running", "stale")
 
 
-def columns_json(columns: dict[str, str]) -> str:
-    """The JSON object of columns from the JSON arrays the database built."""
-    return "{" + ",".join(f'"{name}":{text}' for name, text in columns.items()) + "}"
+def columns_json(columns: dict[str, str], **extra: Any) -> str:
+    """The JSON object of columns from the JSON arrays the database built (and ``extra`` fields)."""
+    fields = [f'"{name}":{text}' for name, text in columns.items()]
+    fields += [f"{json.dumps(name)}:{json.dumps(value)}" for name, value in extra.items()]
+    return "{" + ",".join(fields) + "}"
 
 
 def _study(db: Engine, name: str) -> Row:
@@ -72,6 +74,7 @@ class Feed:
     def poll(self) -> list[tuple[str, str]]:
         """The (event, JSON data) pairs for what changed since the last poll."""
         events: list[tuple[str, str]] = []
+        now = utcnow()
         with self.db.begin() as conn:
             study = repo.get_study(conn, self.name)
             if study is None or study.id != self.study_id:
@@ -91,7 +94,7 @@ class Feed:
                 if changed:
                     self.cursor = max(self.cursor, changed[-1])
                     columns = repo.series_columns(conn, study.id, after=None, numbers=changed)
-                    events.append(("trials", columns_json(columns)))
+                    events.append(("trials", columns_json(columns, as_of=now.isoformat())))
         key = (study.policy_state_version, study.last_policy_error, study.trial_count)
         if key != self.study_key:
             self.study_key = key

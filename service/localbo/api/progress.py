@@ -42,8 +42,9 @@ async def events(
     after: After = 0,
     since: Annotated[datetime | None, Query(description="Also resend trials finished since this time")] = None,
 ) -> StreamingResponse:
-    """Server-sent events: ``trials`` (columns as in ``/series``, new or changed trials), ``study``
-    (policy state version, last policy error, trial count) and ``gone`` when the study is deleted."""
+    """Server-sent events: ``trials`` (columns as in ``/series``, new or changed trials, and ``as_of``
+    to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, trial
+    count) and ``gone`` when the study is deleted."""
     check_read(who, study)
     feed = await anyio.to_thread.run_sync(progress.Feed, engine.db, study, after, since)
     return _event_stream(feed.poll, request, progress.POLL_SECONDS)

@@ -279,7 +279,7 @@ async function studyView(name) {
       if (event === "trials") {
         merge(data, payload);
         for (const n of payload.number) if (n > last) last = n;
-        since = new Date().toISOString();
+        since = payload.as_of; // the server's clock: a reconnect resends what finished after it
         rerender();
       } else if (event === "study" && payload.policy_state_version !== view.policy?.policy_state_version) {
         loadPolicy();

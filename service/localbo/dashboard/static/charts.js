@@ -21,7 +21,7 @@ export function viridis(t) {
 }
 
 export const fmt = (v) => {
-  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
   const a = Math.abs(v);
   if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(3);
   return Number(v.toPrecision(5)).toString();
