@@ -146,5 +146,9 @@ def test_with_tokens_the_page_asks_for_one_and_shows_only_readable_studies(page:
         page.wait_for_selector("body[data-ready='1'][data-view='study']")
         admin.tell("team-alpha", admin.ask("team-alpha")["number"], 7.0)
         page.wait_for_function("document.querySelector('[data-testid=n-complete]').textContent === '1'", timeout=3_000)
+        with page.expect_download() as download:  # the export link sends the token too
+            page.get_by_role("link", name="CSV").click()
+        csv_text = Path(download.value.path()).read_text()
+        assert csv_text.startswith("number,state,value,x0,x1") and "\n1,complete,7.0," in csv_text
     finally:
         server.stop()

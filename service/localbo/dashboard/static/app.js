@@ -1,6 +1,6 @@
 // The dashboard: the studies list (#/) and a study's page (#/study/NAME), live through /events.
 
-import { AuthError, clearToken, get, getToken, setToken, subscribe } from "./api.js";
+import { API, AuthError, clearToken, get, getToken, setToken, subscribe } from "./api.js";
 import { drawHistory, drawParallel, drawPath, fmt } from "./charts.js";
 
 const main = document.getElementById("main");
@@ -238,13 +238,13 @@ async function studyView(name) {
     panel.hidden = !(trail && trail.length);
     if (!panel.hidden) document.getElementById("path").dataset.drawn = drawPath(document.getElementById("path"), trail, names);
   };
-  const loadPolicy = async () => {
+  const loadPolicy = async (redraw = true) => {
     try {
       view.policy = await get(`${path}/policy`);
     } catch (error) {
       view.policy = { error: String(error.message || error) };
     }
-    rerender();
+    if (redraw) rerender();
   };
 
   document.getElementById("log").addEventListener("change", (e) => {
@@ -257,6 +257,7 @@ async function studyView(name) {
     rerender();
   });
   for (const a of document.querySelectorAll("[data-export]")) {
+    a.href = `${API}${path}/export?format=${a.dataset.export}`; // works as a plain link without tokens
     a.addEventListener("click", async (event) => {
       event.preventDefault();
       const blob = await get(`${path}/export?format=${a.dataset.export}`, { as: "blob" });
@@ -270,7 +271,7 @@ async function studyView(name) {
   hoverTip(document.getElementById("history"), data, view);
   window.addEventListener("resize", rerender);
 
-  await loadPolicy();
+  await loadPolicy(false);
   render();
   const unsubscribe = subscribe(
     `${path}/events`,
