@@ -63,11 +63,14 @@ def main() -> None:
                 page.on("pageerror", lambda e: print("page error:", e))
                 page.goto(f"{server.url}/dashboard/")
                 page.wait_for_selector("body[data-ready='1'][data-view='list']")
-                page.screenshot(path=str(args.out / "dashboard-studies.png"))
+                top = {"x": 0, "y": 0, "width": 1400, "height": 260}  # the table, not the empty page below
+                page.screenshot(path=str(args.out / "dashboard-studies.png"), clip=top)
                 page.goto(f"{server.url}/dashboard/#/study/quadratic-5d")
                 page.wait_for_selector("body[data-ready='1'][data-view='study']")
                 page.wait_for_timeout(500)
-                page.screenshot(path=str(args.out / "dashboard-study.png"), full_page=True)
+                # the charts, the policy panel and the head of the trials table
+                clip = {"x": 0, "y": 0, "width": 1400, "height": 1750}
+                page.screenshot(path=str(args.out / "dashboard-study.png"), full_page=True, clip=clip)
                 browser.close()
         finally:
             server.stop()

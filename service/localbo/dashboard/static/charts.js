@@ -9,7 +9,7 @@ export const COLORS = {
   failed: "#D55E00",
   grid: "#e3e3e3",
   axis: "#555555",
-  lines: ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"],
+  lines: ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"],
 };
 
 // Viridis stops: perceptually uniform and readable in grey; best values are yellow.
