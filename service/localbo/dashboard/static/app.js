@@ -194,7 +194,7 @@ async function studyView(name) {
   merge(data, series.trials);
   const names = Object.keys(series.space);
   const specs = names.map((n) => series.space[n]);
-  const view = { sort: "number", desc: true, page: 0, filter: "", log: false, policy: null, version: -1 };
+  const view = { sort: "number", desc: true, page: 0, filter: "", log: false, policy: null };
   let last = series.last;
   let since = series.as_of;
   let frame = 0;
