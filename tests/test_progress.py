@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import unique
 from localbo.policies.local import PATH_FLOATS, _extend_path
-from localbo.progress import Feed
+from localbo.progress import Feed, StudiesFeed
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}
 API = "/api/v1/studies"
@@ -128,6 +128,27 @@ def test_feed_says_when_the_study_is_gone(api) -> None:
     feed.poll()
     assert api.delete(f"{API}/{name}").status_code == 204
     assert [event for event, _ in feed.poll()] == ["gone"]
+
+
+def test_studies_feed_resends_the_list_only_when_a_summary_changes(api) -> None:
+    mine, other = create(api), create(api)
+    feed = StudiesFeed(api.app.state.engine, lambda name: name != other)
+
+    def listed() -> dict[str, dict]:
+        events = feed.poll()
+        assert [event for event, _ in events] == ["studies"]
+        return {s["name"]: s["summary"] for s in decode(events[0][1])["studies"]}
+
+    first = listed()
+    assert mine in first and other not in first and first[mine]["n_trials"] == 0
+    assert feed.poll() == []
+    trial = ask(api, mine)[0]
+    assert listed()[mine]["n_running"] == 1
+    assert feed.poll() == []
+    tell(api, mine, trial["number"], value=0.5)
+    assert listed()[mine]["best_value"] == 0.5
+    assert api.delete(f"{API}/{mine}").status_code == 204
+    assert mine not in listed()
 
 
 def test_local_policy_state_keeps_the_iterate_path() -> None:

@@ -9,6 +9,7 @@ process sharing the database; it remembers what it sent and returns only what ch
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -105,3 +106,20 @@ class Feed:
             }
             events.append(("study", json.dumps(info)))
         return events
+
+
+class StudiesFeed:
+    """One viewer's studies list: sent again (as ``GET /studies``) whenever a summary may have changed."""
+
+    def __init__(self, engine: Any, readable: Callable[[str], bool]) -> None:
+        self.engine, self.readable = engine, readable
+        self.marks: list[tuple] | None = None
+
+    def poll(self) -> list[tuple[str, str]]:
+        with self.engine.db.begin() as conn:
+            marks = repo.summary_marks(conn)  # a few ms where the summaries scan every trial
+        if marks == self.marks:
+            return []
+        self.marks = marks
+        studies = [s for s in self.engine.list_studies() if self.readable(s["name"])]
+        return [("studies", json.dumps({"studies": studies}))]

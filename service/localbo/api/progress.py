@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Annotated
@@ -17,7 +16,7 @@ from localbo.api.deps import Caller, EngineDep, StudyName
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
-LIST_POLL_SECONDS = 2.0  # the list's summaries scan every trial: poll it less often than one study
+LIST_POLL_SECONDS = 1.0
 Events = list[tuple[str, str]]
 
 After = Annotated[int, Query(ge=0, description="Only trials numbered above this")]
@@ -54,18 +53,7 @@ async def events(
 async def studies_events(request: Request, engine: EngineDep, who: Caller) -> StreamingResponse:
     """Server-sent events for the studies list: ``studies`` (as ``GET /studies``, only those the token
     may read) at once and whenever a study's summary changes."""
-    sent = ""
-
-    def poll() -> Events:
-        nonlocal sent
-        studies = [s for s in engine.list_studies() if who.can_read(s["name"])]
-        body = json.dumps({"studies": studies})
-        if body == sent:
-            return []
-        sent = body
-        return [("studies", body)]
-
-    return _event_stream(poll, request, LIST_POLL_SECONDS)
+    return _event_stream(progress.StudiesFeed(engine, who.can_read).poll, request, LIST_POLL_SECONDS)
 
 
 def _event_stream(poll: Callable[[], Events], request: Request, interval: float) -> StreamingResponse:

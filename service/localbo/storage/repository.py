@@ -322,6 +322,18 @@ def trial_states(
     return conn.execute(query.order_by(trials.c.number)).all()
 
 
+def summary_marks(conn: Connection) -> list[tuple]:
+    """What the studies' summaries depend on, cheaply: trial counts per study and state (from the
+    (study_id, state) index alone) and each study's policy version and error. Equal marks, equal summaries."""
+    counts = conn.execute(
+        select(trials.c.study_id, trials.c.state, func.count()).group_by(trials.c.study_id, trials.c.state)
+    ).all()
+    heads = conn.execute(
+        select(studies.c.id, studies.c.name, studies.c.policy_state_version, studies.c.last_policy_error)
+    ).all()
+    return sorted(tuple(r) for r in counts) + sorted(tuple(r) for r in heads)
+
+
 def open_trial_numbers(conn: Connection, study_id: int, up_to: int) -> list[int]:
     """Numbers of the trials at or below ``up_to`` that may still change: running or stale."""
     return list(
