@@ -491,6 +491,11 @@ class Engine:
             return self._locks[name]
 
 
+def last_activity(summary: dict[str, Any]) -> str | None:
+    """When a trial of the study was last asked or finished."""
+    return iso(max(filter(None, (summary.get("last_created_at"), summary.get("last_completed_at"))), default=None))
+
+
 def study_dict(row: Row, summary: dict[str, Any] | None) -> dict[str, Any]:
     s = summary or {}
     best = s.get("min_value") if row.direction == "minimize" else s.get("max_value")
@@ -512,5 +517,6 @@ def study_dict(row: Row, summary: dict[str, Any] | None) -> dict[str, Any]:
             "n_failed": int(s.get("failed") or 0),
             "n_stale": int(s.get("stale") or 0),
             "best_value": best,
+            "last_activity": last_activity(s),
         },
     }

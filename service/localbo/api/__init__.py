@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI
 from sqlalchemy import text
 
 import localbo
-from localbo.api import errors, studies, trials
+from localbo import dashboard
+from localbo.api import errors, progress, studies, trials
 from localbo.api.auth import Authentication, parse_tokens
 from localbo.api.schemas import Health
+from localbo.api.shutdown import on_exit_signals
 from localbo.config import Settings, get_settings
 from localbo.engine import Engine
 
@@ -26,7 +29,11 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
+        app.state.closing = closing = anyio.Event()  # ends the event streams on shutdown
+        undo = on_exit_signals(closing.set)
         yield
+        closing.set()
+        undo()
         app.state.engine.close()
 
     app = FastAPI(
@@ -43,6 +50,8 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.add_middleware(Authentication, tokens=tokens)  # outermost: 401 before the body is read
     app.include_router(studies.router)
     app.include_router(trials.router)
+    app.include_router(progress.router)
+    dashboard.install(app)
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> dict:

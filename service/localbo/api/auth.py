@@ -14,6 +14,8 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from localbo import dashboard
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -52,7 +54,12 @@ def parse_tokens(raw: str) -> dict[str, Principal]:
     return tokens
 
 
-PUBLIC_PATHS = frozenset({"/healthz"})
+PUBLIC_PATHS = frozenset({"/healthz"}) | dashboard.PUBLIC_PATHS
+
+
+def is_public(path: str) -> bool:
+    """Health, and the dashboard's page shell: it holds no data and asks the viewer for a token."""
+    return path in PUBLIC_PATHS or path.startswith(dashboard.PUBLIC_PREFIX)
 
 
 def authenticate(tokens: dict[str, Principal], authorization: str) -> Principal:
@@ -76,7 +83,7 @@ class Authentication:
         self.tokens = tokens
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS:
+        if scope["type"] == "http" and not is_public(scope["path"]):
             headers = dict(scope.get("headers") or [])
             try:
                 who = authenticate(self.tokens, headers.get(b"authorization", b"").decode("latin-1"))

@@ -34,6 +34,7 @@ class StudySummary(BaseModel):
     n_failed: int
     n_stale: int
     best_value: float | None
+    last_activity: datetime | None = Field(default=None, description="When a trial was last asked or finished")
 
 
 class StudyOut(BaseModel):

@@ -5,7 +5,8 @@ exploration points around x_t (``exploration.explore``). It is returned by one s
 engine queues it as the plan. The state then says what the policy is waiting for:
 
     {"t": t, "x_t": [d floats], "phase": "batch" | "top-up", "n_start": n when the batch went out,
-     "batch": its size, "extra": top-up points since, "hypers": the last GP fit (gp.to_state)}
+     "batch": its size, "extra": top-up points since, "hypers": the last GP fit (gp.to_state),
+     "path": the iterates so far, [{"t", "n", "x" (x_t), "info" (what the step did)}], for the dashboard}
 
 On the next call, with n observations and m pending points:
 - n - n_start < batch and m > 0 (the plan ran dry while results are still out): return ``count``
@@ -63,6 +64,21 @@ class Data:
     def conditioning(self) -> Tensor:
         """The inputs the exploration conditions on: the window of X and the pending points, (N + m) x d."""
         return torch.cat([self.X[-self.n_max :], self.pending])
+
+
+Scalar = int | float | str
+PATH_FLOATS = 4096  # the iterate path kept in the state: the last PATH_FLOATS / d iterations
+
+
+def _extend_path(
+    path: list[dict[str, Any]], t: int, n: int, x_t: Tensor, info: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The iterates so far, for people to see: {t, n observations when it went out, x_t, what the step did}."""
+    scalars = {k: round(v, 6) if isinstance(v, float) else v for k, v in info.items() if isinstance(v, Scalar)}
+    entry = {"t": t, "n": n, "x": [round(v, 6) for v in x_t.tolist()], "info": scalars}
+    path = [p for p in path if p.get("t") != t]  # a retried iteration replaces its entry
+    keep = max(8, PATH_FLOATS // max(1, x_t.shape[0]))
+    return [*path, entry][-keep:]
 
 
 def _seed(seed: int, t: int, k: int) -> int:
@@ -151,6 +167,7 @@ class LocalPolicy(Policy):
         }
         info = {**info, "t": t, "batch": batch.shape[0], "trace_before": found.trace_before}
         info["trace_after"] = found.trace_after
+        state["path"] = _extend_path(request.state.get("path") or [], t, data.X.shape[0], x_t, info)
         return Suggestion(X=batch, state=state, info=info)
 
     def _top_up(self, request: SuggestRequest, data: Data, state: dict[str, Any], x_t: Tensor) -> Suggestion:

@@ -1,0 +1,81 @@
+"""Screenshots of the dashboard for the README: the studies list and a real ``minucb`` run.
+
+Starts a server on a fresh SQLite file, runs MinUCB on a d = 5 quadratic through the client
+(``--trials``, 60 by default), adds a Sobol study with a failure and a running trial, and writes
+``docs/dashboard-studies.png`` and ``docs/dashboard-study.png`` with headless Chromium.
+
+    .venv/bin/python scripts/screenshots.py [--trials 60] [--out docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from localbo.dashboard import chromium
+from localbo.server_process import ServerProcess
+from localbo_client import Client
+from playwright.sync_api import sync_playwright
+
+SPACE = {f"x{i}": {"type": "float", "low": -2.0, "high": 2.0} for i in range(5)}
+OPTIMUM = [0.7, -0.4, 1.1, 0.2, -1.3]
+
+
+def quadratic(params: dict[str, float]) -> float:
+    return sum((params[f"x{i}"] - c) ** 2 for i, c in enumerate(OPTIMUM))
+
+
+def populate(url: str, trials: int) -> None:
+    with Client(url) as client:
+        study = client.create_study("quadratic-5d", space=SPACE, direction="minimize", policy="minucb", seed=1)
+        study.optimize(quadratic, n_trials=trials)
+        sobol = client.create_study(
+            "furnace-sobol",
+            space={"temp": {"type": "float", "low": 300, "high": 900}, "time": {"type": "int", "low": 1, "high": 30}},
+            direction="maximize",
+            policy="sobol",
+            seed=2,
+        )
+        for k in range(12):
+            trial = sobol.ask()
+            if k == 5:
+                sobol.fail(trial, "thermocouple disconnected")
+            else:
+                sobol.tell(trial, 1.0 - ((trial.params["temp"] - 640) / 300) ** 2 + 0.01 * trial.params["time"])
+        sobol.ask()  # left running
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=60)
+    parser.add_argument("--out", type=Path, default=Path("docs"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = ServerProcess(f"sqlite:///{tmp}/localbo.db", log_path=Path(tmp) / "server.log")
+        try:
+            populate(server.url, args.trials)
+            with sync_playwright() as p:
+                browser = chromium.launch(p)
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.on("console", lambda m: print("console:", m.type, m.text))
+                page.on("pageerror", lambda e: print("page error:", e))
+                page.goto(f"{server.url}/dashboard/")
+                page.wait_for_selector("body[data-ready='1'][data-view='list']")
+                top = {"x": 0, "y": 0, "width": 1400, "height": 260}  # the table, not the empty page below
+                page.screenshot(path=str(args.out / "dashboard-studies.png"), clip=top)
+                page.goto(f"{server.url}/dashboard/#/study/quadratic-5d")
+                page.wait_for_selector("body[data-ready='1'][data-view='study']")
+                page.wait_for_timeout(500)
+                # the charts, the policy panel and the head of the trials table
+                clip = {"x": 0, "y": 0, "width": 1400, "height": 1750}
+                page.screenshot(path=str(args.out / "dashboard-study.png"), full_page=True, clip=clip)
+                browser.close()
+        finally:
+            server.stop()
+    print(f"wrote {args.out / 'dashboard-studies.png'} and {args.out / 'dashboard-study.png'}")
+
+
+if __name__ == "__main__":
+    main()

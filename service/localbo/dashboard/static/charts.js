@@ -1,0 +1,309 @@
+// Canvas charts: values by trial, the iterate path, parallel coordinates. No library: each chart
+// draws tens of thousands of marks in a few milliseconds by batching them into a few paths.
+
+// Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+export const COLORS = {
+  point: "rgba(0, 114, 178, 0.6)",
+  best: "#000000",
+  running: "#E69F00",
+  failed: "#D55E00",
+  grid: "#e3e3e3",
+  axis: "#555555",
+  lines: ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"],
+};
+
+// Viridis stops: perceptually uniform and readable in grey; best values are yellow.
+const VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"];
+
+export function viridis(t) {
+  const i = Math.max(0, Math.min(VIRIDIS.length - 1, Math.round(t * (VIRIDIS.length - 1))));
+  return VIRIDIS[i];
+}
+
+export const fmt = (v) => {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(3);
+  return Number(v.toPrecision(5)).toString();
+};
+
+// A canvas sized to its box at the device's pixel ratio; returns the 2-D context in CSS pixels.
+function prepare(canvas) {
+  const ratio = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || 600;
+  const h = canvas.clientHeight || 260;
+  if (canvas.width !== Math.round(w * ratio) || canvas.height !== Math.round(h * ratio)) {
+    canvas.width = Math.round(w * ratio);
+    canvas.height = Math.round(h * ratio);
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = "12px system-ui, sans-serif";
+  return { ctx, w, h };
+}
+
+function niceTicks(lo, hi, count = 5) {
+  if (!(hi > lo)) return [lo];
+  const step0 = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(step0));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+  const ticks = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
+  return ticks;
+}
+
+function frame(ctx, box, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
+  ctx.strokeStyle = COLORS.grid;
+  ctx.fillStyle = COLORS.axis;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (const t of yTicks) {
+    const y = Math.round(sy(t)) + 0.5;
+    ctx.moveTo(box.l, y);
+    ctx.lineTo(box.r, y);
+  }
+  ctx.stroke();
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const t of yTicks) ctx.fillText(yLabelOf(t), box.l - 6, sy(t));
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (const t of xTicks) ctx.fillText(fmt(t), sx(t), box.b + 6);
+  ctx.fillText(xLabel, (box.l + box.r) / 2, box.b + 22);
+  ctx.strokeStyle = COLORS.axis;
+  ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
+}
+
+// Every value by trial number, the best so far as a step line, running and failed trials marked.
+// data: {value, state} arrays by number - 1; returns how many points it drew.
+export function drawHistory(canvas, data, { direction = "minimize", log = false } = {}) {
+  const { ctx, w, h } = prepare(canvas);
+  const n = data.value.length;
+  const box = { l: 64, r: w - 12, t: 10, b: h - 40 };
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const v = data.value[i];
+    if (v !== null && data.state[i] === "complete") {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  const any = lo <= hi;
+  if (!any) {
+    lo = 0;
+    hi = 1;
+  }
+  // log: log10(v - shift), shifted so the smallest value stays finite when values reach 0 or below.
+  const shift = log ? (lo > 0 ? 0 : lo - Math.max((hi - lo) * 1e-3, 1e-12)) : 0;
+  const tf = log ? (v) => Math.log10(v - shift) : (v) => v;
+  let tlo = tf(lo);
+  let thi = tf(hi);
+  if (thi === tlo) {
+    tlo -= 0.5;
+    thi += 0.5;
+  }
+  const pad = (thi - tlo) * 0.04;
+  tlo -= pad;
+  thi += pad;
+  const xmax = Math.max(n, 1);
+  const sx = (k) => box.l + ((k - 0.5) / xmax) * (box.r - box.l);
+  const sy = (t) => box.b - ((t - tlo) / (thi - tlo)) * (box.b - box.t);
+  const yTicks = log ? niceTicks(Math.ceil(tlo), Math.floor(thi), 5).filter(Number.isInteger) : niceTicks(tlo, thi);
+  const yLabel = log ? (t) => fmt(10 ** t + shift) : fmt;
+  frame(ctx, box, niceTicks(1, xmax, 6).filter((t) => Number.isInteger(t) && t >= 1), yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
+
+  let drawn = 0;
+  const size = n > 5000 ? 1.5 : n > 500 ? 3 : 5;
+  ctx.fillStyle = COLORS.point;
+  ctx.beginPath();
+  for (let i = 0; i < n; i++) {
+    const v = data.value[i];
+    if (v === null || data.state[i] !== "complete") continue;
+    ctx.rect(sx(i + 1) - size / 2, sy(tf(v)) - size / 2, size, size);
+    drawn++;
+  }
+  ctx.fill();
+
+  const better = direction === "minimize" ? (a, b) => a < b : (a, b) => a > b;
+  ctx.strokeStyle = COLORS.best;
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  let best = null;
+  for (let i = 0; i < n; i++) {
+    const v = data.value[i];
+    if (v === null || data.state[i] !== "complete") continue;
+    if (best === null) {
+      best = v;
+      ctx.moveTo(sx(i + 1), sy(tf(best)));
+    } else if (better(v, best)) {
+      ctx.lineTo(sx(i + 1), sy(tf(best)));
+      best = v;
+      ctx.lineTo(sx(i + 1), sy(tf(best)));
+    }
+  }
+  if (best !== null) ctx.lineTo(box.r, sy(tf(best)));
+  ctx.stroke();
+
+  // running and failed trials: ticks along the bottom edge
+  for (const [state, color, y0] of [["running", COLORS.running, box.b - 10], ["failed", COLORS.failed, box.b - 5]]) {
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    for (let i = 0; i < n; i++) {
+      if (data.state[i] !== state) continue;
+      const x = sx(i + 1);
+      ctx.moveTo(x, y0);
+      ctx.lineTo(x, y0 + 6);
+    }
+    ctx.stroke();
+  }
+  return { drawn, sx, sy, tf, box };
+}
+
+// The iterate x_t by iteration t, one line per parameter, in the parameter's [low, high] range (0..1).
+// path: [{t, x}], names: parameter names; shows the `limit` parameters that moved most.
+export function drawPath(canvas, path, names, limit = 8) {
+  const { ctx, w, h } = prepare(canvas);
+  const box = { l: 48, r: w - 150, t: 10, b: h - 40 };
+  const d = names.length;
+  const moved = names.map((_, j) => {
+    let a = Infinity;
+    let b = -Infinity;
+    for (const p of path) {
+      a = Math.min(a, p.x[j]);
+      b = Math.max(b, p.x[j]);
+    }
+    return b - a;
+  });
+  const shown = [...names.keys()].sort((a, b) => moved[b] - moved[a]).slice(0, limit).sort((a, b) => a - b);
+  const tmax = Math.max(1, ...path.map((p) => p.t));
+  const sx = (t) => box.l + (t / tmax) * (box.r - box.l);
+  const sy = (u) => box.b - u * (box.b - box.t);
+  frame(ctx, box, niceTicks(0, tmax, 6).filter(Number.isInteger), [0, 0.25, 0.5, 0.75, 1], sx, sy, "iteration t", (u) => (u === 0 ? "low" : u === 1 ? "high" : fmt(u)));
+  ctx.lineWidth = 2;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  shown.forEach((j, k) => {
+    const color = COLORS.lines[k % COLORS.lines.length];
+    ctx.strokeStyle = color;
+    ctx.fillStyle = color;
+    ctx.setLineDash(k >= COLORS.lines.length ? [5, 3] : []);
+    ctx.beginPath();
+    path.forEach((p, i) => (i ? ctx.lineTo(sx(p.t), sy(p.x[j])) : ctx.moveTo(sx(p.t), sy(p.x[j]))));
+    ctx.stroke();
+    for (const p of path) ctx.fillRect(sx(p.t) - 2, sy(p.x[j]) - 2, 4, 4);
+    ctx.fillText(names[j], box.r + 24, box.t + 8 + k * 18);
+    ctx.beginPath();
+    ctx.moveTo(box.r + 6, box.t + 8 + k * 18);
+    ctx.lineTo(box.r + 20, box.t + 8 + k * 18);
+    ctx.stroke();
+  });
+  ctx.setLineDash([]);
+  if (d > shown.length) {
+    ctx.fillStyle = COLORS.axis;
+    ctx.fillText(`${shown.length} of ${d} (moved most)`, box.r + 6, box.t + 8 + shown.length * 18);
+  }
+  return path.length * shown.length;
+}
+
+// Parallel coordinates: one polyline per completed trial through its parameters (unit cube) and its
+// value, coloured by value (viridis, best bright, drawn last); the current centre x_t as a thick line.
+export function drawParallel(canvas, data, names, { direction = "minimize", centre = null, axisLabels = [], maxLines = 4000 } = {}) {
+  const { ctx, w, h } = prepare(canvas);
+  const box = { l: 30, r: w - 70, t: 26, b: h - 26 };
+  const shown = names.slice(0, 24);
+  const axes = shown.length + 1;
+  const ax = (k) => box.l + (k / (axes - 1)) * (box.r - box.l);
+  const sy = (u) => box.b - u * (box.b - box.t);
+  const idx = [];
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < data.value.length; i++) {
+    const v = data.value[i];
+    if (v === null || data.state[i] !== "complete" || !data.x[i]) continue;
+    idx.push(i);
+  }
+  // colour by rank: robust to outliers, and equal steps of colour are equal shares of trials
+  const sign = direction === "minimize" ? 1 : -1;
+  idx.sort((a, b) => sign * (data.value[b] - data.value[a])); // worst first, best drawn on top
+  for (const i of idx) {
+    lo = Math.min(lo, data.value[i]);
+    hi = Math.max(hi, data.value[i]);
+  }
+  // Past maxLines, lines stop adding information but cost seconds to rasterise: draw the best
+  // quarter of maxLines and an even sample of the rest (ranks stay in order, so colours do too).
+  const total = idx.length;
+  if (total > maxLines) {
+    const best = Math.floor(maxLines / 4);
+    const rest = total - best;
+    const step = rest / (maxLines - best);
+    const sample = [];
+    for (let k = 0; k < maxLines - best; k++) sample.push(idx[Math.floor(k * step)]);
+    idx.splice(0, rest, ...sample);
+  }
+  const vu = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+  const buckets = 24;
+  const alpha = idx.length > 2000 ? 0.3 : idx.length > 500 ? 0.5 : 0.7;
+  ctx.globalAlpha = alpha;
+  ctx.lineWidth = 1;
+  for (let b = 0; b < buckets; b++) {
+    const from = Math.floor((b * idx.length) / buckets);
+    const to = Math.floor(((b + 1) * idx.length) / buckets);
+    if (to <= from) continue;
+    ctx.strokeStyle = viridis(b / (buckets - 1));
+    ctx.beginPath();
+    for (let r = from; r < to; r++) {
+      const i = idx[r];
+      const x = data.x[i];
+      ctx.moveTo(ax(0), sy(x[0]));
+      for (let k = 1; k < shown.length; k++) ctx.lineTo(ax(k), sy(x[k]));
+      ctx.lineTo(ax(shown.length), sy(vu(data.value[i])));
+    }
+    ctx.stroke();
+  }
+  ctx.globalAlpha = 1;
+  if (centre) {
+    ctx.strokeStyle = "#000";
+    ctx.lineWidth = 3;
+    ctx.setLineDash([8, 4]);
+    ctx.beginPath();
+    shown.forEach((_, k) => (k ? ctx.lineTo(ax(k), sy(centre[k])) : ctx.moveTo(ax(k), sy(centre[k]))));
+    ctx.stroke();
+    ctx.setLineDash([]);
+  }
+  ctx.strokeStyle = COLORS.axis;
+  ctx.fillStyle = "#222";
+  ctx.lineWidth = 1;
+  ctx.textAlign = "center";
+  for (let k = 0; k < axes; k++) {
+    const x = Math.round(ax(k)) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(x, box.t);
+    ctx.lineTo(x, box.b);
+    ctx.stroke();
+    const label = k < shown.length ? shown[k] : "value";
+    const [low, high] = k < shown.length ? axisLabels[k] || ["", ""] : [fmt(lo), fmt(hi)];
+    ctx.textBaseline = "bottom";
+    ctx.fillText(label, x, box.t - 12);
+    ctx.fillStyle = COLORS.axis;
+    ctx.fillText(String(high), x, box.t - 1);
+    ctx.textBaseline = "top";
+    ctx.fillText(String(low), x, box.b + 2);
+    ctx.fillStyle = "#222";
+  }
+  // colour key
+  const kx = box.r + 40;
+  for (let b = 0; b < buckets; b++) {
+    ctx.fillStyle = viridis(b / (buckets - 1));
+    ctx.fillRect(kx, sy((b + 1) / buckets), 12, (box.b - box.t) / buckets + 1);
+  }
+  ctx.fillStyle = COLORS.axis;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "bottom";
+  ctx.fillText("best", kx - 4, box.t - 1);
+  ctx.textBaseline = "top";
+  ctx.fillText("worst", kx - 6, box.b + 2);
+  return { drawn: idx.length, total };
+}

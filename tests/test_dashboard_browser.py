@@ -1,0 +1,154 @@
+"""The dashboard in real headless Chromium (Debian's, through Playwright) against live servers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import unique
+from localbo.dashboard import chromium
+from localbo.server_process import ServerProcess
+
+pytestmark = pytest.mark.live
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+
+SPACE = {"x0": {"type": "float", "low": -2, "high": 2}, "x1": {"type": "float", "low": -2, "high": 2}}
+TOKENS = "adm=admin;team=read:team-*"
+PAINTED = """(id) => {
+  const c = document.getElementById(id);
+  const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+  return n;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(chromium.EXECUTABLE).exists():
+        pytest.fail(f"{chromium.EXECUTABLE} is missing: apt-get install -y chromium (see .ci/run)")
+    with playwright_api.sync_playwright() as p:
+        browser = chromium.launch(p)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(f"sqlite:///{tmp_path_factory.mktemp('browser') / 'localbo.db'}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page; any script error on it fails the test."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+class Api:
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self.url = url
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def post(self, path: str, body: dict | None = None) -> Any:
+        r = httpx.post(f"{self.url}/api/v1/{path}", json=body, headers=self.headers, timeout=60)
+        assert r.status_code in (200, 201), r.text
+        return r.json()
+
+    def create(self, name: str, policy: str = "sobol") -> None:
+        self.post("studies", {"name": name, "space": SPACE, "policy": policy, "seed": 3})
+
+    def ask(self, name: str) -> dict:
+        return self.post(f"studies/{name}/ask")["trials"][0]
+
+    def tell(self, name: str, number: int, value: float) -> None:
+        self.post(f"studies/{name}/trials/{number}/tell", {"value": value})
+
+
+def open_page(page: Any, url: str, fragment: str = "", view: str = "list") -> None:
+    page.goto(f"{url}/dashboard/{fragment}")
+    page.wait_for_selector(f"body[data-ready='1'][data-view='{view}']", timeout=15_000)
+
+
+def test_the_list_shows_a_created_study_and_new_ones_live(server: ServerProcess, page: Any) -> None:
+    api, name, later = Api(server.url), unique("list"), unique("later")
+    api.create(name)
+    api.tell(name, api.ask(name)["number"], 2.5)
+    open_page(page, server.url)
+    row = page.locator("[data-testid=studies] tr", has_text=name)
+    assert row.locator("a").get_attribute("href") == f"#/study/{name}"
+    assert "sobol" in row.inner_text() and "2.5" in row.inner_text()
+    api.create(later)  # appears on the open page through the event stream
+    page.locator("[data-testid=studies] tr", has_text=later).wait_for(timeout=5_000)
+
+
+def test_the_study_page_draws_its_charts_and_shows_a_tell_within_3_s(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("mu")
+    api.create(name, policy="minucb")
+    for k in range(5):  # the first batch (x_0 and 2 exploration points) and a step to x_1
+        api.tell(name, api.ask(name)["number"], 4.0 - k * 0.5)
+    running = api.ask(name)
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    assert page.get_by_test_id("n-complete").inner_text() == "5"
+    assert page.get_by_test_id("n-running").inner_text() == "1"
+    for chart in ("history", "parallel", "path"):
+        assert int(page.locator(f"#{chart}").get_attribute("data-drawn")) > 0, chart
+        assert page.evaluate(PAINTED, chart) > 2000, chart
+    assert "t = 1" in page.locator("#policy").inner_text()  # the policy panel in words
+    assert page.get_by_test_id("centre").locator("tbody tr").count() == 2
+
+    told = time.monotonic()
+    api.tell(name, running["number"], 0.123456)
+    page.wait_for_function("document.querySelector('[data-testid=n-complete]').textContent === '6'", timeout=3_000)
+    assert time.monotonic() - told < 3
+    first_row = page.get_by_test_id("trials").locator("tbody tr").first.inner_text()
+    assert first_row.startswith(f"{running['number']}") and "0.12346" in first_row and "complete" in first_row
+    assert page.get_by_test_id("best-value").inner_text() == "0.12346"
+    page.get_by_label("log scale").check()  # redraws on a log axis without errors
+    assert int(page.locator("#history").get_attribute("data-drawn")) == 6
+
+
+def test_with_tokens_the_page_asks_for_one_and_shows_only_readable_studies(page: Any, tmp_path: Path) -> None:
+    server = ServerProcess(f"sqlite:///{tmp_path / 'auth.db'}", LOCALBO_TOKENS=TOKENS)
+    try:
+        admin = Api(server.url, "adm")
+        admin.create("team-alpha")
+        admin.create("secret-beta")
+        open_page(page, server.url, view="auth")
+        assert "A token is needed" in page.get_by_test_id("auth").inner_text()
+        assert "team-alpha" not in page.content() and "secret-beta" not in page.content()
+
+        page.get_by_label("Bearer token").fill("wrong")
+        page.get_by_role("button", name="Use token").click()
+        page.get_by_text("The server refused the token").wait_for()
+
+        page.get_by_label("Bearer token").fill("team")
+        page.get_by_role("button", name="Use token").click()
+        page.wait_for_selector("body[data-ready='1'][data-view='list']")
+        names = page.get_by_test_id("studies").inner_text()
+        assert "team-alpha" in names and "secret-beta" not in names
+
+        page.goto(f"{server.url}/dashboard/#/study/secret-beta")
+        page.get_by_text("may not read study 'secret-beta'").wait_for()
+
+        page.goto(f"{server.url}/dashboard/#/study/team-alpha")  # live with the token, too
+        page.wait_for_selector("body[data-ready='1'][data-view='study']")
+        admin.tell("team-alpha", admin.ask("team-alpha")["number"], 7.0)
+        page.wait_for_function("document.querySelector('[data-testid=n-complete]').textContent === '1'", timeout=3_000)
+        with page.expect_download() as download:  # the export link sends the token too
+            page.get_by_role("link", name="CSV").click()
+        csv_text = Path(download.value.path()).read_text()
+        assert csv_text.startswith("number,state,value,x0,x1") and "\n1,complete,7.0," in csv_text
+    finally:
+        server.stop()

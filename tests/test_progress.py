@@ -1,0 +1,163 @@
+"""What the dashboard reads: the columnar series and the change feed, on SQLite and the real Postgres."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import torch
+from conftest import unique
+from localbo.policies.local import PATH_FLOATS, _extend_path
+from localbo.progress import Feed, StudiesFeed
+
+SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}
+API = "/api/v1/studies"
+
+
+def create(api, **extra) -> str:  # noqa: ANN001
+    name = unique()
+    r = api.post(API, json={"name": name, "space": SPACE, "policy": "sobol", "seed": 5, **extra})
+    assert r.status_code == 201, r.text
+    return name
+
+
+def ask(api, name: str, count: int = 1) -> list[dict]:  # noqa: ANN001
+    r = api.post(f"{API}/{name}/ask", json={"count": count})
+    assert r.status_code == 200, r.text
+    return r.json()["trials"]
+
+
+def tell(api, name: str, number: int, **body) -> None:  # noqa: ANN001
+    r = api.post(f"{API}/{name}/trials/{number}/tell", json=body)
+    assert r.status_code == 200, r.text
+
+
+def decode(data: str) -> dict:
+    return json.loads(data)
+
+
+def test_series_holds_every_trial_as_columns(api) -> None:
+    name = create(api, direction="maximize")
+    trials = ask(api, name, 4)
+    tell(api, name, 1, value=0.25)
+    tell(api, name, 2, state="failed", reason="sensor, off")
+    tell(api, name, 3, value=-1e-300)
+    r = api.get(f"{API}/{name}/series")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    body = r.json()
+    assert body["study"] == name and body["direction"] == "maximize" and body["space"]["k"]["type"] == "int"
+    assert body["last"] == 4 and datetime.fromisoformat(body["as_of"]).tzinfo is not None
+    cols = body["trials"]
+    assert cols["number"] == [1, 2, 3, 4]
+    assert cols["state"] == ["complete", "failed", "complete", "running"]
+    assert cols["value"] == [0.25, None, -1e-300, None]
+    assert cols["reasons"] == {"2": "sensor, off"}
+    assert cols["source"] == ["sobol"] * 4
+    assert all(c is not None for c in cols["created"]) and cols["completed"][3] is None
+    # x is the point in the unit cube, the same as the stored params map to
+    export = api.get(f"{API}/{name}/export").json()["trials"]
+    for x, trial, exported in zip(cols["x"], trials, export, strict=True):
+        assert len(x) == 2 and all(0 <= u <= 1 for u in x)
+        assert exported["params"] == trial["params"]
+        assert x[0] * 10 == pytest.approx(trial["params"]["x"])
+    # incremental: only what is above ?after=
+    later = api.get(f"{API}/{name}/series", params={"after": 2}).json()
+    assert later["trials"]["number"] == [3, 4] and later["last"] == 4
+    empty = api.get(f"{API}/{name}/series", params={"after": 4}).json()
+    assert empty["trials"]["number"] == [] and empty["last"] == 4
+
+
+def test_series_refuses_bad_input_and_unknown_studies(api) -> None:
+    name = create(api)
+    r = api.get(f"{API}/{name}/series", params={"after": -1})
+    assert r.status_code == 422 and "after" in r.json()["detail"]
+    r = api.get(f"{API}/{unique()}/series")
+    assert r.status_code == 404 and "not found" in r.json()["detail"]
+
+
+def test_summary_says_when_the_study_was_last_active(api) -> None:
+    name = create(api)
+    assert api.get(f"{API}/{name}").json()["summary"]["last_activity"] is None
+    ask(api, name)
+    asked = datetime.fromisoformat(api.get(f"{API}/{name}").json()["summary"]["last_activity"])
+    tell(api, name, 1, value=1.0)
+    told = datetime.fromisoformat(api.get(f"{API}/{name}").json()["summary"]["last_activity"])
+    assert datetime.now(UTC) - timedelta(minutes=1) < asked <= told <= datetime.now(UTC)
+
+
+def test_feed_sends_new_trials_then_only_changes(api) -> None:
+    name = create(api)
+    db = api.app.state.engine.db
+    ask(api, name, 2)
+    tell(api, name, 1, value=3.0)
+    feed = Feed(db, name, after=0)
+    first = dict(feed.poll())
+    assert decode(first["trials"])["number"] == [1, 2]
+    assert decode(first["study"])["trial_count"] == 2
+    assert feed.poll() == []  # nothing changed: nothing sent
+
+    tell(api, name, 2, value=1.5)  # an open trial finishes
+    ask(api, name)  # and a new one is asked
+    cols = decode(dict(feed.poll())["trials"])
+    assert cols["number"] == [2, 3] and cols["state"] == ["complete", "running"] and cols["value"] == [1.5, None]
+    tell(api, name, 3, state="failed", reason="broke")
+    cols = decode(dict(feed.poll())["trials"])
+    assert cols["number"] == [3] and cols["reasons"] == {"3": "broke"}
+    assert feed.poll() == []
+
+
+def test_feed_catches_up_from_a_series_taken_earlier(api) -> None:
+    """A viewer loads the series, then connects: what finished in between is not lost."""
+    name = create(api)
+    db = api.app.state.engine.db
+    ask(api, name, 3)
+    tell(api, name, 1, value=1.0)
+    series = api.get(f"{API}/{name}/series").json()
+    tell(api, name, 2, value=2.0)  # between the series and the feed
+    feed = Feed(db, name, after=series["last"], since=datetime.fromisoformat(series["as_of"]))
+    cols = decode(dict(feed.poll())["trials"])
+    assert 2 in cols["number"] and cols["value"][cols["number"].index(2)] == 2.0
+    tell(api, name, 3, value=3.0)  # trial 3 was open when the feed started: it is watched
+    assert decode(dict(feed.poll())["trials"])["number"] == [3]
+
+
+def test_feed_says_when_the_study_is_gone(api) -> None:
+    name = create(api)
+    feed = Feed(api.app.state.engine.db, name)
+    feed.poll()
+    assert api.delete(f"{API}/{name}").status_code == 204
+    assert [event for event, _ in feed.poll()] == ["gone"]
+
+
+def test_studies_feed_resends_the_list_only_when_a_summary_changes(api) -> None:
+    mine, other = create(api), create(api)
+    feed = StudiesFeed(api.app.state.engine, lambda name: name != other)
+
+    def listed() -> dict[str, dict]:
+        events = feed.poll()
+        assert [event for event, _ in events] == ["studies"]
+        return {s["name"]: s["summary"] for s in decode(events[0][1])["studies"]}
+
+    first = listed()
+    assert mine in first and other not in first and first[mine]["n_trials"] == 0
+    assert feed.poll() == []
+    trial = ask(api, mine)[0]
+    assert listed()[mine]["n_running"] == 1
+    assert feed.poll() == []
+    tell(api, mine, trial["number"], value=0.5)
+    assert listed()[mine]["best_value"] == 0.5
+    assert api.delete(f"{API}/{mine}").status_code == 204
+    assert mine not in listed()
+
+
+def test_local_policy_state_keeps_the_iterate_path() -> None:
+    x = torch.tensor([0.25, 0.5])
+    path = _extend_path([], 0, 0, x, {"event": "start", "trace_after": 0.1234567891, "array": [1, 2]})
+    assert path == [{"t": 0, "n": 0, "x": [0.25, 0.5], "info": {"event": "start", "trace_after": 0.123457}}]
+    path = _extend_path(path, 0, 0, x, {"event": "retry"})  # a retried iteration replaces its entry
+    assert [p["info"]["event"] for p in path] == ["retry"]
+    d = 512
+    for t in range(1, 20):
+        path = _extend_path(path, t, t, torch.zeros(d), {})
+    assert len(path) == PATH_FLOATS // d and path[-1]["t"] == 19
