@@ -82,7 +82,7 @@ def mix_seed(seed: int, t: int, salt: int = 0) -> int:
 def mean_sigma(model: SingleTaskGP, X: Tensor) -> tuple[Tensor, Tensor]:
     """Posterior mean and standard deviation of f (no noise) at X: k x d, in the units of y."""
     posterior = model.posterior(X.unsqueeze(-2))
-    return posterior.mean.reshape(-1), posterior.variance.clamp_min(1e-24).sqrt().reshape(-1)
+    return posterior.mean.reshape(-1), posterior.variance.clamp_min(1e-12).sqrt().reshape(-1)  # as BoTorch
 
 
 class GlobalPolicy(Policy):
