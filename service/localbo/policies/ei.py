@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
 from torch import Tensor
 
@@ -28,7 +29,7 @@ class EI(GlobalPolicy):
     Config = GlobalConfig
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        log_ei = LogExpectedImprovement(ctx.model, best_f=ctx.y_best, maximize=False)
+        log_ei = LogExpectedImprovement(ctx.model, best_f=torch.tensor(ctx.y_best, dtype=torch.float64), maximize=False)
         return lambda X: log_ei(X.unsqueeze(-2))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from botorch.acquisition.analytic import LogProbabilityOfImprovement
 from torch import Tensor
 
@@ -26,7 +27,9 @@ class PI(GlobalPolicy):
     Config = GlobalConfig
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        log_pi = LogProbabilityOfImprovement(ctx.model, best_f=ctx.y_best, maximize=False)
+        log_pi = LogProbabilityOfImprovement(
+            ctx.model, best_f=torch.tensor(ctx.y_best, dtype=torch.float64), maximize=False
+        )
         return lambda X: log_pi(X.unsqueeze(-2))
 
 
