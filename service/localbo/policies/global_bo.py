@@ -195,7 +195,7 @@ class GlobalPolicy(Policy):
             if bounds is None:
                 return U[0]
             lower, _ = bounds(U)
-            ok = (lower <= bounds.y_best).nonzero()
+            ok = (lower <= bounds.y_best).nonzero()  # f could still beat the best observation here
             if ok.numel():
                 return U[int(ok[0])]
             i = int(lower.argmin())

@@ -80,8 +80,3 @@ class LipschitzBounds:
             lower.append((self.y - reach).amax(-1))
             upper.append((self.y + reach).amin(-1))
         return torch.cat(lower), torch.cat(upper)
-
-    def may_improve(self, Xc: Tensor) -> Tensor:
-        """Points where f could still beat the best observation, f_l(x) <= y* (the paper's check on random points)."""
-        lower, _ = self(Xc)
-        return lower <= self.y_best
