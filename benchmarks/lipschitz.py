@@ -27,6 +27,7 @@ The timing table: seconds per ``suggest`` of every policy at n = 100 and 500 obs
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -35,10 +36,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+# One BLAS thread per process (inherited by the spawned runs): with OpenBLAS's own pool, each small
+# L-BFGS-B step (scipy's setulb) waited on idle threads and a run took 1.5x the CPU on a busy machine.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
 from harness.objectives import best_known, objective_spec  # noqa: E402
 from harness.report import Group, append_csv, groups, load_json, read_csv, run_summary, save_json, start_csv  # noqa: E402
 from harness.runners import RunResult, RunSpec  # noqa: E402
