@@ -128,16 +128,61 @@ def fmt(values: np.ndarray) -> str:
     return f"{np.median(values):.3g} [{np.quantile(values, 0.25):.2g}, {np.quantile(values, 0.75):.2g}]"
 
 
-def verdict(bo: np.ndarray, lbo: np.ndarray) -> str:
-    """Compare final errors by the mean of log10 (a factor of 2 either way counts as similar)."""
+def paired(a: Group, b: Group) -> tuple[np.ndarray, np.ndarray]:
+    """Final errors of a and b on the seeds both ran (same seed: same initial design and random points)."""
+    seeds = sorted(set(a.seeds) & set(b.seeds))
+    ea, eb = errors_of(a)[:, -1], errors_of(b)[:, -1]
+    return np.array([ea[a.seeds.index(s)] for s in seeds]), np.array([eb[b.seeds.index(s)] for s in seeds])
+
+
+def category(bo: np.ndarray, lbo: np.ndarray) -> str:
+    """By the mean of log10 final error: within a factor of 2 (0.3 dex) either way is similar."""
     diff = float(np.mean(np.log10(lbo)) - np.mean(np.log10(bo)))
-    if diff < -1:
-        return f"LBO much better ({diff:+.2f} dex)"
-    if diff < -0.3:
-        return f"LBO better ({diff:+.2f} dex)"
-    if diff > 0.3:
-        return f"LBO worse ({diff:+.2f} dex)"
-    return f"similar ({diff:+.2f} dex)"
+    return "much better" if diff < -1 else "better" if diff < -0.3 else "worse" if diff > 0.3 else "similar"
+
+
+def verdict(bo: np.ndarray, lbo: np.ndarray, second: str = "BO") -> str:
+    diff = float(np.mean(np.log10(lbo)) - np.mean(np.log10(bo)))
+    wins = int((lbo < bo).sum())
+    word = category(bo, lbo)
+    head = f"LBO {word}" if word != "similar" else "similar"
+    return f"{head} ({diff:+.2f} dex; lower in {wins}/{len(bo)} seeds than {second})"
+
+
+def headline(by: dict[tuple[str, str], Group], objectives: list[str]) -> list[str]:
+    """The paper's claims, checked on the runs present (paired by seed)."""
+    lines = ["## The paper's claims on what ran", ""]
+    for objective in objectives:
+        ts, ar = by.get((objective, "ts")), by.get((objective, "ar-ts"))
+        if ts is not None and ar is not None and objective.startswith(("michalewicz", "rosenbrock")):
+            bo, lbo = paired(ts, ar)
+            lines.append(
+                f"- AR-TS against TS on {objective}: {verdict(bo, lbo, 'TS')}; final error median "
+                f"{np.median(bo):.3g} (TS) and {np.median(lbo):.3g} (AR-TS)."
+            )
+    counts: dict[str, int] = {}
+    for objective in objectives:
+        for bo_name, lbo_name in PAIRS:
+            if (objective, bo_name) in by and (objective, lbo_name) in by:
+                word = category(*paired(by[(objective, bo_name)], by[(objective, lbo_name)]))
+                counts[word] = counts.get(word, 0) + 1
+    if counts:
+        total = sum(counts.values())
+        summary = ", ".join(f"{word} {counts.get(word, 0)}" for word in ("much better", "better", "similar", "worse"))
+        lines.append(
+            f"- LBO against its BO method over all {total} (objective, acquisition) pairs that ran: {summary}."
+        )
+    for objective in objectives:
+        big, big_ar, rnd = (by.get((objective, m)) for m in ("ucb-beta1e16", "ar-ucb-beta1e16", "random"))
+        if big is not None and big_ar is not None and rnd is not None:
+            r_big, ar_big = paired(rnd, big)[0], paired(rnd, big_ar)[1]
+            lines.append(
+                f"- beta = 1e16 on {objective}: UCB {np.median(paired(rnd, big)[1]):.3g}, AR-UCB "
+                f"{np.median(ar_big):.3g}, random {np.median(r_big):.3g} (median final error); AR-UCB against "
+                f"random: {verdict(paired(rnd, big_ar)[0], ar_big, 'random').replace('LBO', 'AR-UCB')}; UCB against "
+                f"random: {verdict(*paired(rnd, big), 'random').replace('LBO', 'UCB')}."
+            )
+    return [*lines, ""]
 
 
 def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]]) -> None:
@@ -165,6 +210,7 @@ def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]])
         "",
     ]
     md += coverage(meta, all_groups)
+    md += headline(by, objectives)
     if all_groups:
         md += ["## LBO against BO, final error", ""]
         md += ["| objective | d | acquisition | BO | LBO | random | verdict (mean log10 error, LBO - BO) |"]
