@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from harness.objectives import best_known, objective_spec  # noqa: E402
+from harness.objectives import best_known, get_objective, objective_spec  # noqa: E402
 from harness.report import Group, append_csv, groups, load_json, read_csv, run_summary, save_json, start_csv  # noqa: E402
 from harness.runners import RunResult, RunSpec  # noqa: E402
 from synthetic import machine, progress, quiet, run_all, versions  # noqa: E402
@@ -56,10 +57,16 @@ OBJECTIVES = (
     "rosenbrock2,rosenbrock3,rosenbrock4,rosenbrock5"
 )
 PAIRS = (("ucb", "ar-ucb"), ("ei", "tei"), ("pi", "tpi"), ("ts", "ar-ts"))  # (BO, its LBO variant)
+WEIGHT_SPACE = {"sampler": "weight-space", "features": 100}  # pybo's Thompson sampler, which the paper used
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {  # method label -> (policy, config)
     "ucb-beta1e16": ("ucb", {"beta": 1e16}),
     "ar-ucb-beta1e16": ("ar-ucb", {"beta": 1e16}),
+    "ts-ws100": ("ts", WEIGHT_SPACE),
+    "ar-ts-ws100": ("ar-ts", WEIGHT_SPACE),
 }
+VARIANT_PAIRS = (("ucb-beta1e16", "ar-ucb-beta1e16"), ("ts-ws100", "ar-ts-ws100"))
+TRUE_L = {"ar-ts-trueL": "ar-ts", "tei-trueL": "tei", "ar-ucb-trueL": "ar-ucb", "tpi-trueL": "tpi"}
+TRUE_L_POINTS = 2**16
 METHODS = ",".join([m for pair in PAIRS for m in pair] + ["random", *VARIANTS])
 FULL = {"objectives": OBJECTIVES, "methods": METHODS, "seeds": 10, "evals": 100}
 SMOKE = {"objectives": "branin", "methods": "ei,tei,ts,ar-ts,random", "seeds": 1, "evals": 10}
@@ -69,9 +76,30 @@ SMOKE_TIMING_GRID = ((20, 2),)
 CHECKPOINTS = (10, 25, 50, 100, 200)
 
 
+def all_pairs() -> list[tuple[str, str]]:
+    """(BO, LBO) method pairs: the four acquisitions, the configured variants, LBO with the true L."""
+    bo_of = {lbo: bo for bo, lbo in PAIRS}
+    return [*PAIRS, *VARIANT_PAIRS, *((bo_of[policy], label) for label, policy in TRUE_L.items())]
+
+
 def spec_for(objective: str, method: str, seed: int, evals: int, noise: float) -> RunSpec:
-    policy, config = VARIANTS.get(method, (method, None))
+    if method in TRUE_L:
+        policy, config = TRUE_L[method], {"lipschitz_constant": true_lipschitz(objective)}
+    else:
+        policy, config = VARIANTS.get(method, (method, None))
     return RunSpec(objective, method, "direct", seed, evals, config, policy=policy, noise_std=noise)
+
+
+@cache
+def true_lipschitz(objective: str) -> float:
+    """The paper's "true L", estimated offline: the largest gradient norm at 2^16 Sobol points, in unit-cube units."""
+    import torch
+
+    obj = get_objective(objective)
+    U = torch.quasirandom.SobolEngine(obj.dim, scramble=True, seed=0).draw(TRUE_L_POINTS, dtype=torch.float64)
+    U.requires_grad_(True)
+    (grad,) = torch.autograd.grad(obj(obj.to_user(U)).sum(), U)
+    return float(grad.norm(dim=-1).max())
 
 
 # -- per-suggest compute time --------------------------------------------------------------------------
@@ -153,13 +181,14 @@ def headline(by: dict[tuple[str, str], Group], objectives: list[str]) -> list[st
     """The paper's claims, checked on the runs present (paired by seed)."""
     lines = ["## The paper's claims on what ran", ""]
     for objective in objectives:
-        ts, ar = by.get((objective, "ts")), by.get((objective, "ar-ts"))
-        if ts is not None and ar is not None and objective.startswith(("michalewicz", "rosenbrock")):
-            bo, lbo = paired(ts, ar)
-            lines.append(
-                f"- AR-TS against TS on {objective}: {verdict(bo, lbo, 'TS')}; final error median "
-                f"{np.median(bo):.3g} (TS) and {np.median(lbo):.3g} (AR-TS)."
-            )
+        for ts_name, label in (("ts", "ar-ts"), ("ts", "ar-ts-trueL"), ("ts-ws100", "ar-ts-ws100")):
+            ts, ar = by.get((objective, ts_name)), by.get((objective, label))
+            if ts is not None and ar is not None and objective.startswith(("michalewicz", "rosenbrock")):
+                bo, lbo = paired(ts, ar)
+                lines.append(
+                    f"- {label} against {ts_name} on {objective}: {verdict(bo, lbo, ts_name)}; final error median "
+                    f"{np.median(bo):.3g} ({ts_name}) and {np.median(lbo):.3g} ({label})."
+                )
     counts: dict[str, int] = {}
     for objective in objectives:
         for bo_name, lbo_name in PAIRS:
@@ -217,22 +246,14 @@ def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]])
         md += ["|---|---|---|---|---|---|---|"]
         for objective in objectives:
             rnd = by.get((objective, "random"))
-            for bo_name, lbo_name in PAIRS:
+            for bo_name, lbo_name in all_pairs():
                 bo, lbo = by.get((objective, bo_name)), by.get((objective, lbo_name))
                 if bo is None or lbo is None:
                     continue
-                e_bo, e_lbo = errors_of(bo)[:, -1], errors_of(lbo)[:, -1]
+                e_bo, e_lbo = paired(bo, lbo)
                 r = fmt(errors_of(rnd)[:, -1]) if rnd else "-"
                 md.append(
                     f"| {objective} | {objective_spec(objective).dim} | {bo_name} / {lbo_name} | {fmt(e_bo)} | "
-                    f"{fmt(e_lbo)} | {r} | {verdict(e_bo, e_lbo)} |"
-                )
-            big_bo, big_ar = by.get((objective, "ucb-beta1e16")), by.get((objective, "ar-ucb-beta1e16"))
-            if big_bo is not None and big_ar is not None:
-                e_bo, e_lbo = errors_of(big_bo)[:, -1], errors_of(big_ar)[:, -1]
-                r = fmt(errors_of(rnd)[:, -1]) if rnd else "-"
-                md.append(
-                    f"| {objective} | {objective_spec(objective).dim} | ucb / ar-ucb, beta = 1e16 | {fmt(e_bo)} | "
                     f"{fmt(e_lbo)} | {r} | {verdict(e_bo, e_lbo)} |"
                 )
         md += [""]
@@ -314,14 +335,12 @@ def plot(path: Path, objective: str, by: dict[tuple[str, str], Group]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(bo, lbo) for bo, lbo in PAIRS if (objective, bo) in by or (objective, lbo) in by]
-    if (objective, "ucb-beta1e16") in by or (objective, "ar-ucb-beta1e16") in by:
-        panels.append(("ucb-beta1e16", "ar-ucb-beta1e16"))
+    panels = [(bo, lbo) for bo, lbo in (*PAIRS, *VARIANT_PAIRS) if (objective, bo) in by or (objective, lbo) in by]
     if not panels:
         panels = [("random", "random")]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False, sharey=True)
     for ax, (bo, lbo) in zip(axes[0], panels, strict=True):
-        colors = {bo: "tab:blue", lbo: "tab:red", "random": "tab:gray"}
+        colors = {bo: "tab:blue", lbo: "tab:red", f"{lbo}-trueL": "tab:green", "random": "tab:gray"}
         for method, color in colors.items():
             g = by.get((objective, method))
             if g is None:
@@ -392,8 +411,8 @@ def main(argv: list[str] | None = None) -> int:
             objective_spec(objective)
         except KeyError as exc:
             parser.error(str(exc.args[0]))
-    if bad := [m for m in methods if m not in registry() and m not in VARIANTS]:
-        parser.error(f"unknown method(s) {bad}; known: {sorted(registry())} and {sorted(VARIANTS)}")
+    if bad := [m for m in methods if m not in registry() and m not in VARIANTS and m not in TRUE_L]:
+        parser.error(f"unknown method(s) {bad}; known: {sorted(registry())}, {sorted(VARIANTS)}, {sorted(TRUE_L)}")
     if args.seeds < 1 or args.evals < 1 or args.jobs < 1:
         parser.error("--seeds, --evals and --jobs must be >= 1")
     quiet()

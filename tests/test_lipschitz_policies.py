@@ -201,3 +201,20 @@ def test_a_known_lipschitz_constant_is_used_as_is_and_bad_configs_are_refused() 
         with pytest.raises(InvalidInput) as info:
             validate_policy(policy, config, 2)
         assert info.value.field == field, info.value.message
+
+
+def test_thompson_paths_of_both_samplers_scatter_around_the_posterior_in_the_units_of_y() -> None:
+    from botorch.sampling.pathwise import draw_matheron_paths
+    from localbo.policies.ts import weight_space_path
+
+    X, y = data(12)
+    model = gp.fit_model(X, y, "matern52")
+    Xt = torch.rand(40, 2, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    mean, sigma = (v.detach() for v in mean_sigma(model, Xt))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        pathwise = draw_matheron_paths(model, sample_shape=torch.Size([400]))(Xt).reshape(400, -1)
+        weight_space = torch.stack([weight_space_path(model, 1000)(Xt) for _ in range(400)])
+    for paths in (pathwise, weight_space):  # 400 draws: the mean within ~5 standard errors, the spread within 25 %
+        assert float(((paths.mean(0) - mean).abs() / sigma).max()) < 5 / 400**0.5 * 1.5
+        assert 0.75 < float(paths.std(0).mean() / sigma.mean()) < 1.25
