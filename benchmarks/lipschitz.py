@@ -74,6 +74,12 @@ TIMING_POLICIES = ("ucb", "ar-ucb", "tucb", "ei", "tei", "pi", "tpi", "ts", "ar-
 TIMING_GRID = ((100, 2), (100, 6), (500, 2), (500, 6))
 SMOKE_TIMING_GRID = ((20, 2),)
 CHECKPOINTS = (10, 25, 50, 100, 200)
+ACCEPT_CASES = tuple(
+    (objective, method)
+    for objective in ("michalewicz5", "rosenbrock3")
+    for method in ("ar-ts", "ar-ts-trueL", "ar-ts-ws100", "ar-ucb", "tei")
+)
+SMOKE_ACCEPT_CASES = (("branin", "ar-ts"),)
 
 
 def all_pairs() -> list[tuple[str, str]]:
@@ -137,6 +143,34 @@ def timing(grid: tuple[tuple[int, int], ...], repeats: int) -> list[dict[str, An
             rows.append({"policy": name, "n": n, "d": d, "median_s": statistics.median(times), "how": how})
             progress(f"timing {name} n={n} d={d}: {statistics.median(times):.3f} s ({how})")
     return rows
+
+
+def acceptance(objective: str, method: str, evals: int, seed: int = 0) -> dict[str, Any]:
+    """How much the Lipschitz check prunes: the fraction of candidates it accepts at each acquisition point."""
+    import json
+
+    import torch
+    from localbo.policies import SuggestRequest, get_policy
+
+    spec = spec_for(objective, method, seed, evals, 0.0)
+    obj = get_objective(objective)
+    cls = get_policy(spec.policy_name)
+    config = cls.Config.model_validate(spec.policy_config or {})
+    X, y, state, fractions = torch.empty(0, obj.dim, dtype=torch.float64), torch.empty(0, dtype=torch.float64), {}, []
+    suggestion = None
+    while X.shape[0] < evals:
+        request = SuggestRequest(obj.dim, X, y, torch.empty(0, obj.dim, dtype=torch.float64), 1, state, config, seed)
+        suggestion = cls().suggest(request)
+        state = json.loads(json.dumps(suggestion.state))
+        point = suggestion.info["points"][0]
+        if point["how"] in ("acquisition", "fallback"):
+            fractions.append(point.get("accepted", 0.0))
+        X, y = torch.cat([X, suggestion.X[:1]]), torch.cat([y, obj(obj.to_user(suggestion.X[:1]))])
+    L = (suggestion.state.get("lipschitz") or {}).get("L") if suggestion else None
+    row = {"objective": objective, "method": method, "evals": evals, "L_final": L, "L_true": true_lipschitz(objective)}
+    row |= {"accepted_min": min(fractions, default=1.0), "accepted_mean": statistics.fmean(fractions or [1.0])}
+    progress(f"acceptance {objective} {method}: min {row['accepted_min']:.3f}, L {L}")
+    return row
 
 
 # -- report ------------------------------------------------------------------------------------------
@@ -274,6 +308,8 @@ def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]])
         md += ["", f"![absolute error on {objective}]({png.name})", ""]
     if timings:
         md += timing_table(timings)
+    if state.get("acceptance"):
+        md += acceptance_table(state["acceptance"])
     failed = state.get("failed", [])
     problems = [r for r in state.get("runs", []) if r.get("n_errors")]
     if failed or problems:
@@ -329,6 +365,27 @@ def timing_table(timings: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def acceptance_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "## How much the Lipschitz check prunes",
+        "",
+        "One run per row (seed 0, noise-free): the fraction of the acquisition's candidates (2048 Sobol + 256 "
+        "local) that the Lipschitz bounds accept (accept-reject) or leave a non-zero value (TEI), at each "
+        "acquisition point; L at the last point, and the true L (largest gradient norm at 2^16 Sobol points, "
+        "unit-cube units).",
+        "",
+        "| objective | method | evaluations | accepted, min | accepted, mean | L at the end | true L |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        L = f"{r['L_final']:.3g}" if r["L_final"] is not None else "-"
+        lines.append(
+            f"| {r['objective']} | {r['method']} | {r['evals']} | {r['accepted_min']:.4f} | "
+            f"{r['accepted_mean']:.4f} | {L} | {r['L_true']:.3g} |"
+        )
+    return [*lines, ""]
+
+
 def plot(path: Path, objective: str, by: dict[tuple[str, str], Group]) -> None:
     import matplotlib
 
@@ -380,8 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never the results")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the CSV, run the rest")
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown and plots")
-    parser.add_argument("--timing-only", action="store_true", help="only measure the per-suggest time")
-    parser.add_argument("--no-timing", action="store_true", help="skip the per-suggest timing")
+    parser.add_argument(
+        "--timing-only", action="store_true", help="only measure the per-suggest time and the pruning table"
+    )
+    parser.add_argument("--no-timing", action="store_true", help="skip the per-suggest time and the pruning table")
     args = parser.parse_args(argv)
     for key, value in (SMOKE if args.smoke else FULL).items():
         if getattr(args, key) is None:
@@ -469,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"runs done in {time.monotonic() - t0:.0f} s")
     if not args.no_timing:
         state["timings"] = timing(SMOKE_TIMING_GRID if args.smoke else TIMING_GRID, 2 if args.smoke else 3)
+        cases, evals = (SMOKE_ACCEPT_CASES, 8) if args.smoke else (ACCEPT_CASES, 30)
+        state["acceptance"] = [acceptance(objective, method, evals) for objective, method in cases]
     save_json(json_path, state)
     write_report(out, state["meta"], state.get("timings", []))
     md = (out / f"{NAME}.md").read_text().splitlines()

@@ -30,6 +30,7 @@ def test_smoke_run_writes_errors_per_evaluation_the_comparison_and_the_timing_ta
     assert all(float(r["y"]) == float(r["f"]) for r in rows)  # the paper's noise-free evaluations
     md = (tmp_path / "lipschitz.md").read_text()
     assert md.startswith("# Lipschitz BO") and "| branin | 2 | ts / ar-ts |" in md and "## Seconds per suggest" in md
+    assert "| branin | ar-ts | 8 |" in md  # the pruning table
     assert (tmp_path / "lipschitz_branin.png").stat().st_size > 10_000
     timings = json.loads((tmp_path / "lipschitz.json").read_text())["timings"]
     assert {t["policy"] for t in timings} == {"ucb", "ar-ucb", "tucb", "ei", "tei", "pi", "tpi", "ts", "ar-ts"}
