@@ -46,6 +46,7 @@ def brute_bounds(Xc: torch.Tensor, X: torch.Tensor, y: torch.Tensor, L: float) -
     return lower, upper
 
 
+@pytest.mark.filterwarnings("ignore:ExpectedImprovement has known numerical issues")  # the legacy EI on purpose
 def test_tei_is_ei_and_tpi_is_pi_when_the_bounds_are_infinite() -> None:
     X, y = data(12)
     model = gp.fit_model(X, y, "matern52")
