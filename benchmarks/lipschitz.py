@@ -140,7 +140,10 @@ def timing(grid: tuple[tuple[int, int], ...], repeats: int) -> list[dict[str, An
                 suggestion = cls().suggest(request)
                 times.append(time.perf_counter() - start)
             how = suggestion.info["points"][0]["how"]
-            rows.append({"policy": name, "n": n, "d": d, "median_s": statistics.median(times), "how": how})
+            load = os.getloadavg()[0]
+            rows.append(
+                {"policy": name, "n": n, "d": d, "median_s": statistics.median(times), "how": how, "load": load}
+            )
             progress(f"timing {name} n={n} d={d}: {statistics.median(times):.3f} s ({how})")
     return rows
 
@@ -373,7 +376,9 @@ def timing_table(timings: list[dict[str, Any]]) -> list[str]:
         "",
         "One `suggest` producing an acquisition point (GP MAP refit warm-started from the stored hyperparameters, "
         "the acquisition maximised over 2048 Sobol + 256 local candidates, 5 L-BFGS-B refinements), median "
-        "of repeated calls on random data, one torch thread.",
+        "of repeated calls on random data, one torch thread and one BLAS thread; wall time, on a machine whose "
+        f"1-minute load average was {min(r.get('load', 0) for r in timings):.1f} to "
+        f"{max(r.get('load', 0) for r in timings):.1f} during the measurement (2 cores, shared).",
         "",
         "| policy | " + " | ".join(f"n = {n}, d = {d}" for n, d in grid) + " |",
         "|---|" + "---|" * len(grid),
