@@ -213,9 +213,10 @@ def test_thompson_paths_of_both_samplers_scatter_around_the_posterior_in_the_uni
     Xt = torch.rand(40, 2, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
     mean, sigma = (v.detach() for v in mean_sigma(model, Xt))
     torch.manual_seed(0)
+    draws = 300
     with torch.no_grad():
-        pathwise = draw_matheron_paths(model, sample_shape=torch.Size([400]))(Xt).reshape(400, -1)
-        weight_space = torch.stack([weight_space_path(model, 1000)(Xt) for _ in range(400)])
-    for paths in (pathwise, weight_space):  # 400 draws: the mean within ~5 standard errors, the spread within 25 %
-        assert float(((paths.mean(0) - mean).abs() / sigma).max()) < 5 / 400**0.5 * 1.5
+        pathwise = draw_matheron_paths(model, sample_shape=torch.Size([draws]))(Xt).reshape(draws, -1)
+        weight_space = torch.stack([weight_space_path(model, 300)(Xt) for _ in range(draws)])
+    for paths in (pathwise, weight_space):  # the mean within ~7.5 standard errors, the spread within 25 %
+        assert float(((paths.mean(0) - mean).abs() / sigma).max()) < 7.5 / draws**0.5
         assert 0.75 < float(paths.std(0).mean() / sigma.mean()) < 1.25
