@@ -27,6 +27,10 @@ Registered names (``registry()``; the parametric families also resolve any ``d``
 - ``branin`` (2-D), ``hartmann6`` (6-D), ``ackley`` (10-D; ``ackley<d>``), ``rosenbrock``
   (10-D; ``rosenbrock<d>``): ``botorch.test_functions`` on their standard domains, with their known
   minimum and noise std 0.1.
+- The rest of the Lipschitz-BO paper's synthetic set (Ahmed, Vaswani, Schmidt, sec. 4): ``sixhumpcamel``
+  ([-3, 3] x [-2, 2]), ``goldsteinprice`` ([-2, 2]^2, f* = 3; not in botorch, defined here), ``hartmann3``,
+  ``michalewicz2``, ``michalewicz5``, ``michalewicz10`` (``michalewicz<d>``, [0, pi]^d), with
+  ``rosenbrock2`` .. ``rosenbrock5`` from the family above; noise std 0.1 (a runner may override it).
 """
 
 from __future__ import annotations
@@ -41,7 +45,15 @@ from typing import Literal
 
 import numpy as np
 import torch
-from botorch.test_functions.synthetic import Ackley, Branin, Hartmann, Rosenbrock, SyntheticTestFunction
+from botorch.test_functions.synthetic import (
+    Ackley,
+    Branin,
+    Hartmann,
+    Michalewicz,
+    Rosenbrock,
+    SixHumpCamel,
+    SyntheticTestFunction,
+)
 from scipy.optimize import minimize
 from torch import Tensor
 
@@ -198,7 +210,30 @@ def make_gp(d: int) -> ObjectiveSpec:
 # -- botorch test functions -----------------------------------------------------------------
 
 
-def make_botorch(name: str, factory: Callable[[], SyntheticTestFunction], noise_std: float) -> ObjectiveSpec:
+class GoldsteinPrice(SyntheticTestFunction):
+    """Goldstein-Price on [-2, 2]^2; minimum 3 at (0, -1) (Jamil and Yang 2013, no. 58)."""
+
+    dim = 2
+    continuous_inds = [0, 1]
+    _optimal_value = 3.0
+    _optimizers = [(0.0, -1.0)]
+
+    def __init__(self, noise_std: float | None = None, negate: bool = False) -> None:
+        super().__init__(noise_std=noise_std, negate=negate, bounds=[(-2.0, 2.0), (-2.0, 2.0)])
+
+    def _evaluate_true(self, X: Tensor) -> Tensor:
+        x1, x2 = X[..., 0], X[..., 1]
+        a = 1 + (x1 + x2 + 1) ** 2 * (19 - 14 * x1 + 3 * x1**2 - 14 * x2 + 6 * x1 * x2 + 3 * x2**2)
+        b = 30 + (2 * x1 - 3 * x2) ** 2 * (18 - 32 * x1 + 12 * x1**2 + 48 * x2 - 36 * x1 * x2 + 27 * x2**2)
+        return a * b
+
+
+SIX_HUMP_CAMEL_MIN = -1.0316284534898774  # botorch rounds it to -1.0316, above values one can reach
+
+
+def make_botorch(
+    name: str, factory: Callable[[], SyntheticTestFunction], noise_std: float, optimum: float | None = None
+) -> ObjectiveSpec:
     probe = factory()
 
     def build(instance: int) -> Objective:
@@ -211,7 +246,7 @@ def make_botorch(name: str, factory: Callable[[], SyntheticTestFunction], noise_
             bounds=fn.bounds.to(DTYPE),
             fn=fn.evaluate_true,
             noise_std=noise_std,
-            optimum=float(fn.optimal_value),
+            optimum=float(fn.optimal_value) if optimum is None else optimum,
             optimizer=optimizer,
             instance=0,
             description=f"botorch {type(fn).__name__}, d={fn.dim}",
@@ -228,16 +263,23 @@ _FIXED: dict[str, Callable[[], ObjectiveSpec]] = {
     "hartmann6": lambda: make_botorch("hartmann6", lambda: Hartmann(dim=6), DEFAULT_NOISE_STD),
     "ackley": lambda: make_botorch("ackley", lambda: Ackley(dim=10), DEFAULT_NOISE_STD),
     "rosenbrock": lambda: make_botorch("rosenbrock", lambda: Rosenbrock(dim=10), DEFAULT_NOISE_STD),
+    "sixhumpcamel": lambda: make_botorch("sixhumpcamel", SixHumpCamel, DEFAULT_NOISE_STD, SIX_HUMP_CAMEL_MIN),
+    "goldsteinprice": lambda: make_botorch("goldsteinprice", GoldsteinPrice, DEFAULT_NOISE_STD),
+    "hartmann3": lambda: make_botorch("hartmann3", lambda: Hartmann(dim=3), DEFAULT_NOISE_STD),
+    "michalewicz2": lambda: make_botorch("michalewicz2", lambda: Michalewicz(dim=2), DEFAULT_NOISE_STD),
+    "michalewicz5": lambda: make_botorch("michalewicz5", lambda: Michalewicz(dim=5), DEFAULT_NOISE_STD),
+    "michalewicz10": lambda: make_botorch("michalewicz10", lambda: Michalewicz(dim=10), DEFAULT_NOISE_STD),
 }
 _FAMILIES: dict[str, Callable[[int], ObjectiveSpec]] = {
     "gp": make_gp,
     "ackley": lambda d: make_botorch(f"ackley{d}", lambda: Ackley(dim=d), DEFAULT_NOISE_STD),
     "rosenbrock": lambda d: make_botorch(f"rosenbrock{d}", lambda: Rosenbrock(dim=d), DEFAULT_NOISE_STD),
+    "michalewicz": lambda d: make_botorch(f"michalewicz{d}", lambda: Michalewicz(dim=d), DEFAULT_NOISE_STD),
 }
 
 
 def registry() -> list[str]:
-    """The registered names (the families ``gp<d>``, ``ackley<d>``, ``rosenbrock<d>`` take any d too)."""
+    """The registered names (the families gp<d>, ackley<d>, rosenbrock<d>, michalewicz<d> take any d too)."""
     return list(_FIXED)
 
 

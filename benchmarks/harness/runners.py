@@ -72,6 +72,12 @@ class RunSpec:
     evals: int
     policy_config: dict[str, Any] | None = None
     url: str | None = None  # the server, for runner "http"
+    policy: str | None = None  # the registered policy when ``method`` is a label for a configured variant
+    noise_std: float | None = None  # evaluation noise instead of the objective's own (0: noise-free)
+
+    @property
+    def policy_name(self) -> str:
+        return self.policy or self.method
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -123,6 +129,7 @@ class Recorder:
         self.objective = objective
         self.sign = 1.0 if objective.direction == "minimize" else -1.0
         self.eps = noise_draws(objective, spec.seed, spec.evals)
+        self.noise_std = objective.noise_std if spec.noise_std is None else spec.noise_std
         self.rows: list[dict[str, Any]] = []
         self.best = math.inf  # in minimisation form
         self.progress = progress
@@ -134,7 +141,7 @@ class Recorder:
         """(noisy value, noise-free value) of the next evaluation, in the objective's direction."""
         i = len(self.rows)
         f = float(self.objective(x_user)[0])
-        return f + self.objective.noise_std * float(self.eps[i]), f
+        return f + self.noise_std * float(self.eps[i]), f
 
     def record(self, y: float, f: float, source: str, incumbent_unit: Tensor | None = None) -> None:
         self.best = min(self.best, self.sign * f)
@@ -187,7 +194,7 @@ def run(spec: RunSpec, progress: Progress | None = None) -> RunResult:
 def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
     from localbo.policies import PolicyRetry, SuggestRequest, get_policy
 
-    cls = get_policy(spec.method)
+    cls = get_policy(spec.policy_name)
     config = cls.Config.model_validate(spec.policy_config or {})
     cls.check_study(objective.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
@@ -266,7 +273,7 @@ def run_http(spec: RunSpec, objective: Objective, progress: Progress | None = No
             f"{spec.objective}-{spec.method}-s{spec.seed}-{uuid.uuid4().hex[:8]}",
             space=space,
             direction=objective.direction,
-            policy=spec.method,
+            policy=spec.policy_name,
             policy_config=spec.policy_config,
             seed=spec.seed,
             metadata={"benchmark": "synthetic", "objective": spec.objective, "instance": objective.instance},

@@ -1,0 +1,53 @@
+"""``ei``, ``tei``: expected improvement and its Lipschitz-truncated form (Ahmed, Vaswani, Schmidt, eq. 4, 9).
+
+    ei:   x = argmax_x E[max(y* - f(x), 0)]                                  (BoTorch's LogExpectedImprovement)
+    tei:  x = argmax_x E[(y* - f(x)) 1{f_l(x) < f(x) < min(y*, f_u(x))}]     (truncated.truncated_ei)
+
+y* is the best observation. Both are maximised in log space (same maximiser; usable gradients where
+the improvement is tiny); where TEI is zero (no improvement possible within the bounds) the point
+counts as rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from botorch.acquisition.analytic import LogExpectedImprovement
+from torch import Tensor
+
+from localbo.policies import register
+from localbo.policies.global_bo import Acquisition, Context, GlobalConfig, GlobalPolicy, LipschitzConfig, mean_sigma
+from localbo.policies.truncated import truncated_ei
+
+
+@register
+class EI(GlobalPolicy):
+    """Expected improvement over the best observation."""
+
+    name = "ei"
+    Config = GlobalConfig
+
+    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+        log_ei = LogExpectedImprovement(ctx.model, best_f=torch.tensor(ctx.y_best, dtype=torch.float64), maximize=False)
+        return lambda X: log_ei(X.unsqueeze(-2))
+
+
+@register
+class TEI(GlobalPolicy):
+    """Truncated expected improvement: the improvement integrated only where the Lipschitz bounds allow f."""
+
+    name = "tei"
+    Config = LipschitzConfig
+    lipschitz = True
+
+    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+        assert ctx.bounds is not None
+        bounds = ctx.bounds
+
+        def score(X: Tensor) -> Tensor:
+            mean, sigma = mean_sigma(ctx.model, X)
+            f_l, f_u = bounds(X)
+            return truncated_ei(mean, sigma, ctx.y_best, f_l, f_u).log()
+
+        return score

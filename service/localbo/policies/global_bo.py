@@ -1,0 +1,205 @@
+"""The protocol shared by the global BO policies (ucb, ei, pi, ts) and their Lipschitz variants.
+
+Point k of a call gets the study-wide index t = n + m + k (n told, m pending) and is, in this order:
+
+    "init"        scrambled Sobol point t of the study, while t < n_init or nothing is told yet;
+    "random"      a uniform point when (t + 1) % random_every == 0 (every 4th, as Ahmed et al. do for every
+                  method); for the Lipschitz variants redrawn until f_l(x) <= y*, i.e. it could still improve;
+    "acquisition" the maximiser of the policy's acquisition over [0, 1]^d (acqopt.maximize), on the GP
+                  (gp.py, MAP-refitted once per call from the stored hyperparameters) conditioned on the
+                  real data plus the pending points and the points already chosen in this call, each told
+                  a constant lie (the mean of y by default), so parallel evaluators get distinct points;
+    "fallback"    a (Lipschitz-checked) uniform point when every candidate was rejected.
+
+y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y).
+The Lipschitz bounds and L use only the real observations. Seeds: (study seed, t).
+State: {"hypers": the last GP fit, "lipschitz": {"L", "L_lb", "t", "known"}, "n": observations}.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import torch
+from botorch.models import SingleTaskGP
+from pydantic import Field
+from torch import Tensor
+
+from localbo.policies import gp
+from localbo.policies.acqopt import maximize
+from localbo.policies.base import Policy, PolicyConfig, PolicyConfigError, Suggestion, SuggestRequest
+from localbo.policies.lipschitz import KAPPA, LipschitzBounds, estimate
+
+SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
+RANDOM_BATCH = 1024  # uniform points drawn at once when looking for a Lipschitz-accepted one
+RANDOM_ROUNDS = 20
+
+
+class GlobalConfig(PolicyConfig):
+    n_init: int | None = Field(default=None, ge=1, le=10_000, description="Sobol points first; d + 1 when unset")
+    random_every: int = Field(default=4, ge=0, description="Every k-th point uniform at random (0: never)")
+    kernel: Literal["rbf", "matern52"] = Field(default="matern52", description="ARD kernel of the GP")
+    candidates: int = Field(default=2048, ge=16, le=200_000, description="Sobol candidates per point")
+    local_candidates: int = Field(default=256, ge=0, le=100_000, description="Candidates around the best points")
+    restarts: int = Field(default=5, ge=1, le=64, description="L-BFGS-B refinements from the best candidates")
+    liar: Literal["mean", "min", "max"] = Field(
+        default="mean", description="The value pending points are assumed to have (constant liar)"
+    )
+
+
+class LipschitzConfig(GlobalConfig):
+    kappa: float = Field(default=KAPPA, gt=0.0, description="L = kappa * t * (largest observed slope)")
+    lipschitz_constant: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="A known L (units of y per unit of the normalised parameters), used instead of the estimate",
+    )
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an acquisition needs for one point."""
+
+    model: SingleTaskGP  # on the real data plus the lies
+    y_best: float  # the best real observation
+    t: int  # the study-wide index of this point
+    n: int  # real observations
+    dim: int
+    bounds: LipschitzBounds | None  # None for the classic policies
+
+
+Acquisition = Callable[[Tensor], Tensor]  # X: k x d -> k, to maximise; -inf where rejected
+
+
+def mix_seed(seed: int, t: int, salt: int = 0) -> int:
+    return (seed * 1_000_003 + t * 65_537 + salt) % (2**62)
+
+
+def mean_sigma(model: SingleTaskGP, X: Tensor) -> tuple[Tensor, Tensor]:
+    """Posterior mean and standard deviation of f (no noise) at X: k x d, in the units of y."""
+    posterior = model.posterior(X.unsqueeze(-2))
+    return posterior.mean.reshape(-1), posterior.variance.clamp_min(1e-12).sqrt().reshape(-1)  # as BoTorch
+
+
+class GlobalPolicy(Policy):
+    """Base of the global policies: the protocol above; subclasses give ``acquisition``."""
+
+    Config: ClassVar[type[PolicyConfig]] = GlobalConfig
+    lipschitz: ClassVar[bool] = False
+
+    @classmethod
+    def check_study(cls, dim: int, config: PolicyConfig) -> None:
+        if dim > SOBOL_MAX_DIM:
+            raise PolicyConfigError("space", f"{cls.name} supports at most {SOBOL_MAX_DIM} parameters, got {dim}")
+
+    @abstractmethod
+    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+        """The score to maximise for one point (seeded by the caller: it may draw random numbers)."""
+
+    def suggest(self, request: SuggestRequest) -> Suggestion:
+        config: GlobalConfig = request.config  # type: ignore[assignment]
+        dev, d = request.device, request.dim
+        X = request.X.to(dev, torch.float64).reshape(-1, d)
+        y = request.y.to(dev, torch.float64).reshape(-1)
+        pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
+        n, m = X.shape[0], pending.shape[0]
+        n_init = config.n_init or d + 1
+        state: dict[str, Any] = {"hypers": request.state.get("hypers") or {}, "n": n}
+        bounds: LipschitzBounds | None = None
+        if self.lipschitz and n:
+            cfg: LipschitzConfig = request.config  # type: ignore[assignment]
+            est = estimate(X, y, cfg.kappa, cfg.lipschitz_constant)
+            bounds = LipschitzBounds(X, y, est.L)
+            state["lipschitz"] = est.as_dict()
+        chosen: list[Tensor] = []
+        how: list[dict[str, Any]] = []
+        model: SingleTaskGP | None = None
+        fork = [dev.index or 0] if dev.type == "cuda" else []
+        with torch.random.fork_rng(devices=fork):
+            for k in range(request.count):
+                t = n + m + k
+                torch.manual_seed(mix_seed(request.seed, t))
+                if n == 0 or t < n_init:
+                    x, note = self._sobol(request.seed, t, d, dev), {"how": "init"}
+                elif config.random_every and (t + 1) % config.random_every == 0:
+                    x, note = self._random(request.seed, t, d, bounds, dev), {"how": "random"}
+                else:
+                    if model is None:
+                        model = gp.fit_model(X, y, config.kernel, state["hypers"] or None, device=dev)
+                        state["hypers"] = gp.to_state(model)
+                    lies_at = torch.cat([pending, *chosen])
+                    x, note = self._acquire(request, config, X, y, state["hypers"], lies_at, bounds, t)
+                chosen.append(x.reshape(1, d))
+                how.append({"t": t, **note})
+        info: dict[str, Any] = {"points": how}
+        if "lipschitz" in state:
+            info["lipschitz"] = state["lipschitz"]
+        return Suggestion(X=torch.cat(chosen), state=state, info=info)
+
+    def _acquire(
+        self,
+        request: SuggestRequest,
+        config: GlobalConfig,
+        X: Tensor,
+        y: Tensor,
+        hypers: gp.Hypers,
+        lies_at: Tensor,
+        bounds: LipschitzBounds | None,
+        t: int,
+    ) -> tuple[Tensor, dict[str, Any]]:
+        """Maximise the acquisition on the GP conditioned on (X, y) and the lies; a random point if none is accepted."""
+        d = request.dim
+        lies = self._lies(y, config.liar, lies_at.shape[0])
+        model = gp.build_model(torch.cat([X, lies_at]), torch.cat([y, lies]), config.kernel, hypers, device=X.device)
+        ctx = Context(model, float(y.min()), t, X.shape[0], d, bounds)
+        score = self.acquisition(ctx, config)
+        best = X[y.argsort()[: config.restarts]]
+        found = maximize(
+            score,
+            d,
+            seed=mix_seed(request.seed, t, 2) % (2**31),
+            n_candidates=config.candidates,
+            restarts=config.restarts,
+            around=best,
+            local=config.local_candidates,
+            device=X.device,
+        )
+        if found is None:
+            return self._random(request.seed, t, d, bounds, X.device), {"how": "fallback", "accepted": 0.0}
+        note = {"how": "acquisition", "value": found.value, "accepted": found.accepted, "refined": found.refined}
+        return found.x, note
+
+    @staticmethod
+    def _lies(y: Tensor, liar: str, count: int) -> Tensor:
+        value = {"mean": y.mean(), "min": y.min(), "max": y.max()}[liar]
+        return value.expand(count)
+
+    @staticmethod
+    def _sobol(seed: int, t: int, d: int, dev: torch.device) -> Tensor:
+        engine = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed)
+        if t:
+            engine.fast_forward(t)
+        return engine.draw(1, dtype=torch.float64).to(dev).reshape(d)
+
+    @staticmethod
+    def _random(seed: int, t: int, d: int, bounds: LipschitzBounds | None, dev: torch.device) -> Tensor:
+        """A uniform point; with bounds, the first of 20 x 1024 draws where f could improve (else the lowest f_l)."""
+        g = torch.Generator().manual_seed(mix_seed(seed, t, 1))
+        best, best_lower = None, math.inf
+        for _ in range(RANDOM_ROUNDS if bounds is not None else 1):
+            U = torch.rand(RANDOM_BATCH if bounds is not None else 1, d, generator=g, dtype=torch.float64).to(dev)
+            if bounds is None:
+                return U[0]
+            lower, _ = bounds(U)
+            ok = (lower <= bounds.y_best).nonzero()  # f could still beat the best observation here
+            if ok.numel():
+                return U[int(ok[0])]
+            i = int(lower.argmin())
+            if float(lower[i]) < best_lower:
+                best, best_lower = U[i], float(lower[i])
+        assert best is not None
+        return best

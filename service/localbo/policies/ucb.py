@@ -1,0 +1,99 @@
+"""``ucb``, ``ar-ucb``, ``tucb``: GP-UCB and its Lipschitz variants (Ahmed, Vaswani, Schmidt, eq. 2, 10 and AR).
+
+Minimisation form: the paper's UCB of the reward is our lower confidence bound of f,
+
+    ucb:     x = argmin_x LCB(x),  LCB = mu - sqrt(beta_t) sigma,  beta_t = 0.2 d log(2t)  (Kandasamy et al. 2017,
+             the schedule the paper cites; t = observations), or a constant ``beta`` from the config
+    ar-ucb:  the same, with x rejected unless f_l(x) <= LCB(x) <= f_u(x)
+    tucb:    x = argmin_x max(LCB(x), f_l(x))
+
+beta follows the paper and BoTorch (the multiplier on sigma is sqrt(beta)), so beta = 1e16 is its
+"too large" case: sigma times 1e8.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import Field
+from torch import Tensor
+
+from localbo.policies import register
+from localbo.policies.global_bo import Acquisition, Context, GlobalConfig, GlobalPolicy, LipschitzConfig, mean_sigma
+from localbo.policies.truncated import accepted, truncated_lcb
+
+
+class UCBConfig(GlobalConfig):
+    beta: float | None = Field(
+        default=None, gt=0.0, description="LCB = mu - sqrt(beta) sigma; unset: beta_t = 0.2 d log(2t)"
+    )
+
+
+class LipschitzUCBConfig(LipschitzConfig, UCBConfig):
+    pass
+
+
+def beta_t(config: UCBConfig, ctx: Context) -> float:
+    """The configured beta, else Kandasamy et al.'s schedule 0.2 d log(2t) with t = observations."""
+    return config.beta if config.beta is not None else 0.2 * ctx.dim * math.log(2 * max(ctx.n, 1))
+
+
+@register
+class UCB(GlobalPolicy):
+    """GP-UCB: minimise the lower confidence bound."""
+
+    name = "ucb"
+    Config = UCBConfig
+
+    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+        root = math.sqrt(beta_t(config, ctx))
+
+        def score(X: Tensor) -> Tensor:
+            mean, sigma = mean_sigma(ctx.model, X)
+            return -(mean - root * sigma)
+
+        return score
+
+
+@register
+class ARUCB(GlobalPolicy):
+    """AR-UCB: GP-UCB whose bound must lie within the Lipschitz bounds at x."""
+
+    name = "ar-ucb"
+    Config = LipschitzUCBConfig
+    lipschitz = True
+
+    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+        root = math.sqrt(beta_t(config, ctx))
+        assert ctx.bounds is not None
+        bounds = ctx.bounds
+
+        def score(X: Tensor) -> Tensor:
+            mean, sigma = mean_sigma(ctx.model, X)
+            lcb = mean - root * sigma
+            f_l, f_u = bounds(X)
+            return (-lcb).masked_fill(~accepted(lcb, f_l, f_u), -math.inf)
+
+        return score
+
+
+@register
+class TUCB(GlobalPolicy):
+    """TUCB: minimise the lower confidence bound lifted to the Lipschitz lower bound."""
+
+    name = "tucb"
+    Config = LipschitzUCBConfig
+    lipschitz = True
+
+    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+        beta = beta_t(config, ctx)
+        assert ctx.bounds is not None
+        bounds = ctx.bounds
+
+        def score(X: Tensor) -> Tensor:
+            mean, sigma = mean_sigma(ctx.model, X)
+            f_l, _ = bounds(X)
+            return -truncated_lcb(mean, sigma, beta, f_l)
+
+        return score
