@@ -12,9 +12,9 @@ import pytest
 from conftest import unique
 from localbo.dashboard import chromium
 from localbo.server_process import ServerProcess
+from playwright import sync_api as playwright_api
 
 pytestmark = pytest.mark.live
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
 
 SPACE = {"x0": {"type": "float", "low": -2, "high": 2}, "x1": {"type": "float", "low": -2, "high": 2}}
 TOKENS = "adm=admin;team=read:team-*"
@@ -152,3 +152,14 @@ def test_with_tokens_the_page_asks_for_one_and_shows_only_readable_studies(page:
         assert csv_text.startswith("number,state,value,x0,x1") and "\n1,complete,7.0," in csv_text
     finally:
         server.stop()
+
+
+def test_a_lipschitz_policy_shows_its_l_estimate_in_words(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("lip")
+    api.create(name, policy="ar-ucb")
+    for k in range(4):  # the initial design (d + 1 = 3 points), then one ar-ucb suggestion
+        api.tell(name, api.ask(name)["number"], float((k - 1.5) ** 2))
+    api.ask(name)
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    policy = page.locator("#policy").inner_text()
+    assert "Lipschitz constant L" in policy and "largest observed slope" in policy and "t = 4" in policy, policy

@@ -378,8 +378,11 @@ function renderPolicy(view, data, names, specs) {
     }
     if (step && step.trace_after !== undefined) row("gradient uncertainty", `trace ${fmt(step.trace_before)} → ${fmt(step.trace_after)} after exploring`);
   }
-  for (const [k, v] of Object.entries(st)) {
-    if (/^(l|l_est|l_hat|lipschitz)$/i.test(k) && typeof v === "number") row("Lipschitz estimate L", fmt(v));
+  const lip = st.lipschitz;
+  if (lip && typeof lip === "object") {
+    // Lipschitz-BO policies (ar-ucb, ar-ts, tei, tpi, tucb): L on standardised values.
+    const L = lip.L === null ? "not yet (no two points differ in value)" : fmt(lip.L);
+    row("Lipschitz constant L", lip.known ? `${L} (given in the study's config)` : `${L} = kappa · t · L<sub>lb</sub>, with the largest observed slope L<sub>lb</sub> = ${fmt(lip.L_lb)} at t = ${lip.t} <span class="dim">(standardised values)</span>`);
   }
   row("planned", `${view.planned.length} points queued${view.planned.length ? ` (next: ${esc(view.planned[0].source)})` : ""}`);
   if (fallbacks && !view.last_policy_error) row("fallbacks", `${fallbacks} trials`);
