@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -23,10 +24,10 @@ def f(params: dict[str, float]) -> float:
 
 def test_three_api_processes_and_eight_clients_hand_out_each_trial_and_point_once(pg_url: str, tmp_path: Path) -> None:
     # uvicorn --workers 2 (two processes on one socket) beside a second server: three API processes
-    servers = [
-        ServerProcess(pg_url, log_path=tmp_path / "pair.log", args=("--workers", "2")),
-        ServerProcess(pg_url, log_path=tmp_path / "single.log"),
-    ]
+    with ThreadPoolExecutor(2) as pool:  # start both at once: each takes seconds
+        pair = pool.submit(ServerProcess, pg_url, log_path=tmp_path / "pair.log", args=("--workers", "2"))
+        single = pool.submit(ServerProcess, pg_url, log_path=tmp_path / "single.log")
+        servers = [pair.result(), single.result()]
     try:
         name = unique("multi")
         space = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 1}}

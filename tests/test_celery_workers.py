@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -33,6 +34,15 @@ def sphere(params: dict[str, float]) -> float:
 
 def space(d: int) -> dict:
     return {f"x{i}": {"type": "float", "low": -1.0, "high": 1.0} for i in range(d)}
+
+
+def start_both(tmp_path: Path, worker_log: str, env: dict[str, str]) -> tuple[WorkerProcess, ServerProcess]:
+    """A worker and a server with the celery executor, started at once (each takes seconds)."""
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with ThreadPoolExecutor(2) as pool:
+        worker = pool.submit(WorkerProcess, tmp_path / worker_log, **env)
+        server = pool.submit(ServerProcess, db, log_path=tmp_path / "server.log", LOCALBO_EXECUTOR="celery", **env)
+        return worker.result(), server.result()
 
 
 def all_trials(url: str, name: str) -> list[dict]:
@@ -70,10 +80,7 @@ def test_request_survives_the_trip_to_a_worker_and_gives_the_same_points() -> No
 
 
 def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redis_env: dict[str, str]) -> None:
-    worker = WorkerProcess(tmp_path / "worker.log", **redis_env)
-    server = ServerProcess(
-        f"sqlite:///{tmp_path / 'db.sqlite'}", log_path=tmp_path / "server.log", LOCALBO_EXECUTOR="celery", **redis_env
-    )
+    worker, server = start_both(tmp_path, "worker.log", redis_env)
     try:
         study = Client(server.url, timeout=60).create_study(
             unique("celery"), space=space(2), policy="minucb", seed=3, policy_config=LIGHT
@@ -96,10 +103,7 @@ def test_a_worker_killed_mid_computation_is_replaced_and_the_study_completes(
     tmp_path: Path, redis_env: dict[str, str]
 ) -> None:
     env = {**redis_env, "LOCALBO_CELERY_VISIBILITY_TIMEOUT": "4"}  # redelivery after 4 s, not 30 min
-    first = WorkerProcess(tmp_path / "worker1.log", **env)
-    server = ServerProcess(
-        f"sqlite:///{tmp_path / 'db.sqlite'}", log_path=tmp_path / "server.log", LOCALBO_EXECUTOR="celery", **env
-    )
+    first, server = start_both(tmp_path, "worker1.log", env)
     second = None
     n = 12  # two batches of 1 + 5
     try:
