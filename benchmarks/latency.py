@@ -18,7 +18,7 @@ Optuna GPSampler's ``study.ask()`` on the same objective, in this process (in-me
 torch on one thread), starting from the same 100 observations: it fits and optimises at every
 ask. Its evaluations are not slept (its ask cannot overlap them, so a sleep would change nothing).
 
-    .venv/bin/python benchmarks/latency.py                 # ~15-25 min on 2 busy cores
+    .venv/bin/python benchmarks/latency.py                 # ~35 min on 2 busy cores (setup rows: 21 x 45 s)
     .venv/bin/python benchmarks/latency.py --smoke         # d = 3, a few asks; writes to a temp dir
 
 The full run writes ``benchmarks/results/latency.{md,json}`` (or into ``--out``).
@@ -52,6 +52,7 @@ class Plan:
     d: int
     n_init: int
     asks: int
+    setup_asks: int
     optuna_asks: int
     eval_s: float
     setup_s: float
@@ -108,12 +109,13 @@ def run_localbo(server: ServerProcess, plan: Plan, ahead: bool, scenario: str) -
 
         warmup, _ = cycle()
         latencies, sources = [], []
-        for i in range(plan.asks):
+        n_asks = plan.setup_asks if scenario == "setup" else plan.asks
+        for i in range(n_asks):
             took, source = cycle()
             latencies.append(took)
             sources.append(source)
             print(
-                f"  {scenario:12} ahead={'on ' if ahead else 'off'} ask {i + 1:3}/{plan.asks}: {took * 1000:9.1f} ms",
+                f"  {scenario:12} ahead={'on ' if ahead else 'off'} ask {i + 1:3}/{n_asks}: {took * 1000:9.1f} ms",
                 file=sys.stderr,
                 flush=True,
             )
@@ -165,7 +167,8 @@ def report(rows: list[dict[str, Any]], plan: Plan, meta: dict[str, Any]) -> str:
         "",
         "Written by `benchmarks/latency.py`" + (" (smoke run)" if plan.smoke else "") + ". "
         f"minucb (default config: batches of 1 + d points) at d = {plan.d}, starting from {plan.n_init} observations; "
-        f"{plan.asks} timed asks per row after one warm-up ask; one evaluator; evaluation {plan.eval_s} s, "
+        f"{plan.asks} timed asks per back-to-back row and {plan.setup_asks} per setup row, after one warm-up ask; "
+        f"one evaluator; evaluation {plan.eval_s} s, "
         f"setup {plan.setup_s} s in the `setup` rows. Latency is the client's wall time of `study.ask()` over "
         "loopback HTTP (localbo) or of `study.ask()` in process (Optuna).",
         "",
@@ -201,10 +204,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument("--n-init", type=int, default=100, help="observations before the first timed ask")
-    parser.add_argument("--asks", type=int, default=42, help="timed asks per localbo row (2 steps at d = 20)")
+    parser.add_argument("--asks", type=int, default=42, help="timed back-to-back asks (2 steps at d = 20)")
+    parser.add_argument("--setup-asks", type=int, default=21, help="timed setup asks (1 step at d = 20)")
     parser.add_argument("--optuna-asks", type=int, default=21)
     parser.add_argument("--eval", type=float, default=0.2, help="seconds per simulated evaluation")
-    parser.add_argument("--setup", type=float, default=8.0, help="seconds between a tell and the next ask (setup)")
+    parser.add_argument(
+        "--setup", type=float, default=45.0, help="seconds between a tell and the next ask: longer than a step takes"
+    )
     parser.add_argument("--scenarios", default="back-to-back,setup")
     parser.add_argument("--out", type=Path, default=None, help="where to write latency.{md,json}")
     parser.add_argument("--smoke", action="store_true", help="d = 3, a few asks; never writes the results")
@@ -212,11 +218,13 @@ def main() -> None:
     if args.smoke:
         if args.out is not None and args.out.resolve() == RESULTS.resolve():
             parser.error("--smoke does not write into benchmarks/results; pass another --out")
-        plan = Plan(d=3, n_init=10, asks=4, optuna_asks=2, eval_s=0.01, setup_s=0.5, smoke=True)
+        plan = Plan(d=3, n_init=10, asks=4, setup_asks=4, optuna_asks=2, eval_s=0.01, setup_s=0.5, smoke=True)
         args.scenarios = "setup"
         out = args.out or Path(tempfile.mkdtemp(prefix="latency-smoke-"))
     else:
-        plan = Plan(args.d, args.n_init, args.asks, args.optuna_asks, args.eval, args.setup, smoke=False)
+        plan = Plan(
+            args.d, args.n_init, args.asks, args.setup_asks, args.optuna_asks, args.eval, args.setup, smoke=False
+        )
         out = args.out or RESULTS
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -318,8 +318,8 @@ class Engine:
         dim = len(study.space)
         lo, hi = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), dim)
         generator = torch.Generator().manual_seed(study.seed + 104_729 * (study.trial_count + 1))
-        u = torch.rand(k, dim, generator=generator, dtype=torch.float64)
-        X = torch.tensor(lo, dtype=torch.float64) + u * (torch.tensor(hi, dtype=torch.float64) - torch.tensor(lo))
+        low, high = torch.tensor(lo, dtype=torch.float64), torch.tensor(hi, dtype=torch.float64)
+        X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
         log.warning(
             "study %s: the policy was not ready within %.1f s; %d fallback point(s)",
             study.name,
@@ -417,6 +417,8 @@ class Engine:
             return Plan(
                 study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None
             )
+        except CancelledError:
+            raise  # the server is shutting down: no fallback plan, no error on the study
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
             generator = torch.Generator().manual_seed(study.seed + 7919 * (study.policy_state_version + 1))
