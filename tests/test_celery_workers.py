@@ -12,8 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 import torch
+from localbo.engine import Engine
 from localbo.policies import SuggestRequest, get_policy
 from localbo.server_process import ServerProcess, WorkerProcess, free_port
+from localbo.storage import repository as repo
 from localbo.workers import run_suggest
 from localbo.workers.celery_app import suggest
 from localbo.workers.wire import request_from_wire, request_to_wire
@@ -34,6 +36,10 @@ def sphere(params: dict[str, float]) -> float:
 
 def space(d: int) -> dict:
     return {f"x{i}": {"type": "float", "low": -1.0, "high": 1.0} for i in range(d)}
+
+
+def settings(env: dict[str, str]) -> dict[str, str]:
+    return {"redis_url": env["LOCALBO_REDIS_URL"], "celery_queue_prefix": env["LOCALBO_CELERY_QUEUE_PREFIX"]}
 
 
 def start_both(tmp_path: Path, worker_log: str, env: dict[str, str]) -> tuple[WorkerProcess, ServerProcess]:
@@ -94,6 +100,26 @@ def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redi
         # every plan was computed on the worker, none inline
         assert len(re.findall(r"localbo\.suggest\[\S+\] succeeded", worker.log())) >= info["policy_state_version"]
         assert "computing inline" not in (tmp_path / "server.log").read_text()
+
+        # a policy that raises on the worker: the study gets a fallback point and the error, and goes on
+        engine = Engine(make_settings(f"sqlite:///{tmp_path / 'own.sqlite'}", executor="celery", **settings(redis_env)))
+        try:
+            engine.create_study("breaks", "minimize", space(2), "minucb", LIGHT, seed=5)
+            (first,) = engine.ask("breaks")["trials"]
+            assert first["source"] == "minucb"
+            with engine.write.begin() as conn:  # an iterate of the wrong size: the next suggest cannot run
+                row = repo.get_study(conn, "breaks")
+                broken = {**row.policy_state, "data": {**row.policy_state["data"], "x_t": [0.5] * 5}}
+                repo.update_study(conn, row.id, policy_state=broken)
+                repo.pop_plan(conn, row.id, 100)
+            (trial,) = engine.ask("breaks")["trials"]
+            assert trial["source"] == "fallback"
+            error = engine.get_study("breaks")["last_policy_error"]
+            assert error is not None and "size" in error, error
+            assert re.search(r"localbo\.suggest\[\S+\] raised", worker.log()), "it failed on the worker"
+            assert engine.tell("breaks", trial["number"], 1.0)["state"] == "complete", "the study goes on"
+        finally:
+            engine.close()
     finally:
         server.stop()
         worker.stop()
@@ -150,8 +176,6 @@ def test_a_worker_killed_mid_computation_is_replaced_and_the_study_completes(
 
 
 def test_a_redis_outage_computes_inline_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from localbo.engine import Engine
-
     dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", executor="celery", redis_url=dead))
     try:
