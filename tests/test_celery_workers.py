@@ -193,3 +193,16 @@ def test_a_redis_outage_computes_inline_with_a_warning(tmp_path: Path, caplog: p
         assert elapsed < 30
     finally:
         engine.close()
+
+
+def test_studies_go_to_the_gpu_queue_by_their_config_or_their_size(tmp_path: Path) -> None:
+    engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", gpu_min_size=100))
+    try:
+        for name, config in [("auto", {}), ("cpu", {"queue": "cpu"}), ("gpu", {"queue": "gpu"})]:
+            engine.create_study(name, "minimize", space(10), "minucb", config)
+        with engine.db.begin() as conn:
+            auto, cpu, gpu = (repo.get_study(conn, n) for n in ("auto", "cpu", "gpu"))
+        assert [engine.queue_for(auto, n) for n in (9, 10)] == ["cpu", "gpu"]  # 10 x 10 >= 100
+        assert engine.queue_for(cpu, 1000) == "cpu" and engine.queue_for(gpu, 0) == "gpu"
+    finally:
+        engine.close()

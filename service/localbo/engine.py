@@ -47,7 +47,7 @@ from localbo.space import SearchSpace, SpaceError
 from localbo.storage import repository as repo
 from localbo.storage.db import make_engine, upgrade, writer
 from localbo.storage.models import utcnow
-from localbo.workers import make_executor
+from localbo.workers import make_executor, run_suggest
 
 log = logging.getLogger("localbo.engine")
 T = TypeVar("T")
@@ -409,7 +409,10 @@ class Engine:
             device=self.device,
         )
         try:
-            suggestion = self.executor.run(cls.name, request, self.queue_for(study, len(done)))
+            if cls.needs_history:
+                suggestion = self.executor.run(cls.name, request, self.queue_for(study, len(done)))
+            else:  # random, sobol: microseconds, not worth a trip to a worker
+                suggestion = run_suggest(cls.name, request)
             X = suggestion.X.detach().to("cpu", torch.float64)
             if X.ndim != 2 or X.shape[1] != dim or X.shape[0] < short or not torch.isfinite(X).all():
                 raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {dim}, finite")
