@@ -167,3 +167,37 @@ def test_two_engines_on_one_database_never_refit_one_study_at_once(db_url: str, 
     assert first.executor.calls + second.executor.calls == 1
     view = first.policy_view("shared")
     assert view["policy_state_version"] == 1 and len(view["planned"]) == 6
+
+
+def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(make_engine) -> None:
+    from datetime import timedelta
+
+    from localbo.storage import repository as repo
+    from localbo.storage.models import utcnow
+
+    engine = make_engine()
+    engine.create_study("claimed", "minimize", SPACE, "minucb", LIGHT, seed=5)
+    with engine.write.begin() as conn:  # another process holds the claim and is computing
+        assert repo.claim_planning(conn, "claimed", "other", utcnow(), utcnow() + timedelta(seconds=60))
+    engine.plan_job("claimed", 1, True)
+    assert engine.executor.calls == 0, "suggest-ahead leaves the study to the process computing it"
+
+    with engine.write.begin() as conn:  # that process died: its claim ran out a second ago
+        repo.renew_planning(conn, "claimed", "other", utcnow() - timedelta(seconds=1))
+    engine.plan_job("claimed", 1, False)
+    assert engine.executor.calls == 1 and len(engine.policy_view("claimed")["planned"]) == 6
+    with engine.db.begin() as conn:
+        assert repo.get_study(conn, "claimed").plan_claim is None, "released after planning"
+
+
+def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    import localbo.engine
+
+    monkeypatch.setattr(localbo.engine, "CLAIM_SECONDS", 0.3)  # renewed every 0.1 s; the refit takes 1.5 s
+    first, second = make_engine(delay=1.5), make_engine()
+    first.create_study("long", "minimize", SPACE, "minucb", LIGHT, seed=6)
+    job = first.jobs.start("long", first.plan_job, "long", 1, False)
+    time.sleep(0.8)  # well past the claim's first life
+    second.plan_job("long", 1, True)
+    job.result(timeout=60)
+    assert (first.executor.calls, second.executor.calls) == (1, 0)

@@ -26,9 +26,10 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -56,6 +57,7 @@ MAX_PLAN_ROUNDS = 20
 EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
 FALLBACK = "fallback"
 CLAIM_POLL_SECONDS = 0.05  # how often a job looks whether another process's plan has landed
+CLAIM_SECONDS = 30.0  # a planning claim lasts this long unless renewed: a crashed holder's runs out soon
 
 
 class _PlanShort(Exception):
@@ -344,7 +346,7 @@ class Engine:
             give_up = time.monotonic() + self.settings.policy_timeout_seconds + 60
             while True:
                 now = utcnow()
-                until = now + timedelta(seconds=self.settings.policy_timeout_seconds + 30)
+                until = now + timedelta(seconds=CLAIM_SECONDS)
                 with self.write.begin() as conn:
                     if repo.claim_planning(conn, name, token, now, until):
                         break
@@ -367,7 +369,8 @@ class Engine:
                     state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
                     if not cls.plans_now(state, len(done), len(pending)):
                         return
-                plan = self._run_policy(study, done, pending, short)
+                with self._renewing(name, token):
+                    plan = self._run_policy(study, done, pending, short)
                 with self.write.begin() as conn:
                     current = self._study(conn, name, lock=True)
                     if current.policy_state_version == plan.version:
@@ -378,6 +381,27 @@ class Engine:
                 if token:
                     with self.write.begin() as conn:
                         repo.release_planning(conn, name, token)
+
+    @contextmanager
+    def _renewing(self, name: str, token: str) -> Iterator[None]:
+        """Keep the planning claim alive while the policy computes (a thread renews it every third of its life)."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(CLAIM_SECONDS / 3):
+                try:
+                    with self.write.begin() as conn:
+                        repo.renew_planning(conn, name, token, utcnow() + timedelta(seconds=CLAIM_SECONDS))
+                except Exception:  # the database blinked: the next renewal may work
+                    log.exception("could not renew the planning claim on %s", name)
+
+        renewer = threading.Thread(target=renew, name=f"localbo-claim-{name}", daemon=True)
+        renewer.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            renewer.join()
 
     def queue_for(self, study: Row, n: int) -> str:
         """The worker queue: the study's config says, else its size (observations x parameters)."""

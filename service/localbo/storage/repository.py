@@ -93,6 +93,12 @@ def claim_planning(conn: Connection, name: str, token: str, now: datetime, until
     return done.rowcount == 1
 
 
+def renew_planning(conn: Connection, name: str, token: str, until: datetime) -> None:
+    conn.execute(
+        update(studies).where(studies.c.name == name, studies.c.plan_claim == token).values(plan_claimed_until=until)
+    )
+
+
 def release_planning(conn: Connection, name: str, token: str) -> None:
     conn.execute(
         update(studies)
