@@ -47,7 +47,14 @@ def start_both(tmp_path: Path, worker_log: str, env: dict[str, str]) -> tuple[Wo
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     with ThreadPoolExecutor(2) as pool:
         worker = pool.submit(WorkerProcess, tmp_path / worker_log, **env)
-        server = pool.submit(ServerProcess, db, log_path=tmp_path / "server.log", LOCALBO_EXECUTOR="celery", **env)
+        server = pool.submit(
+            ServerProcess,
+            db,
+            log_path=tmp_path / "server.log",
+            LOCALBO_EXECUTOR="celery",
+            LOCALBO_ASK_WAIT_SECONDS="120",  # a slow machine must not turn a late plan into a fallback here
+            **env,
+        )
         return worker.result(), server.result()
 
 
@@ -88,7 +95,7 @@ def test_request_survives_the_trip_to_a_worker_and_gives_the_same_points() -> No
 def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redis_env: dict[str, str]) -> None:
     worker, server = start_both(tmp_path, "worker.log", redis_env)
     try:
-        study = Client(server.url, timeout=60).create_study(
+        study = Client(server.url, timeout=180).create_study(
             unique("celery"), space=space(2), policy="minucb", seed=3, policy_config=LIGHT
         )
         study.optimize(sphere, n_trials=60)
@@ -135,7 +142,7 @@ def test_a_worker_killed_mid_computation_is_replaced_and_the_study_completes(
     try:
         # a heavier exploration than the defaults, so that a computation lasts long enough to be hit
         config = {"samples_per_iteration": 5, "num_restarts": 8, "raw_samples": 256}
-        study = Client(server.url, timeout=60).create_study(
+        study = Client(server.url, timeout=180).create_study(
             unique("kill"), space=space(3), policy="minucb", seed=4, policy_config=config
         )
         errors: list[BaseException] = []

@@ -100,7 +100,7 @@ def test_the_tell_that_completes_a_batch_plans_the_next_one_before_any_ask(make_
 
     started = time.perf_counter()
     (trial,) = engine.ask("ahead")["trials"]
-    assert time.perf_counter() - started < 0.5, "served from the plan"
+    assert time.perf_counter() - started < 1.0, "served from the plan"
     assert trial["source"] == "minucb" and engine.executor.calls == calls + 1
 
 
@@ -133,11 +133,11 @@ def test_concurrent_asks_share_one_computation(make_engine) -> None:
 
 
 def test_an_ask_that_waits_too_long_gets_a_local_fallback_point_and_the_plan_still_lands(make_engine) -> None:
-    engine = make_engine(delay=1.0, ask_wait_seconds=0.2)
+    engine = make_engine(delay=2.0, ask_wait_seconds=0.2)
     engine.create_study("late", "minimize", SPACE, "minucb", {**LIGHT, "delta": 0.1}, seed=3)
     started = time.perf_counter()
     (trial,) = engine.ask("late")["trials"]
-    assert time.perf_counter() - started < 0.9, "the ask did not wait for the whole computation"
+    assert time.perf_counter() - started < 1.5, "the ask did not wait for the whole computation (2 s)"
     assert trial["source"] == "fallback"
     settle(engine, "late")
     view = engine.policy_view("late")
@@ -152,7 +152,7 @@ def test_an_ask_that_waits_too_long_gets_a_local_fallback_point_and_the_plan_sti
         engine.tell("late", number, 0.3)
     engine.settings.ask_wait_seconds = 0.0
     engine.ask("late", count=5)
-    (late,) = engine.ask("late")["trials"]  # the plan is empty, and the policy takes 1 s for a top-up
+    (late,) = engine.ask("late")["trials"]  # the plan is empty, and the policy takes 2 s for a top-up
     assert late["source"] == "fallback"
     assert all(abs(late["params"][k] - x) <= 0.1 + 1e-9 for k, x in zip("ab", x_t, strict=True))
 
