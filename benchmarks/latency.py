@@ -6,9 +6,11 @@ evaluator, on a study that starts with 100 observations (random points, added as
 trials). The first ask of each study (the first batch) is a warm-up and is reported apart.
 Each evaluation is simulated: a sleep of ``--eval`` seconds between ask and tell. Two evaluators:
 
-* ``back-to-back``: the next ask right after the tell.
+* ``back-to-back``: the next ask right after the tell; on, then off (not paired: one mode's
+  refit would run during the other's asks).
 * ``setup``: the rig needs ``--setup`` seconds after each tell before it can ask again (a sample
-  change, a cool-down): the case where evaluations are slower than the policy.
+  change, a cool-down): the case where evaluations are slower than the policy. The on and off
+  studies run paired (ask both, evaluate, tell both, set up), so both see the same machine load.
 
 MinUCB plans a batch (x_t and d exploration points) per iteration and steps only when the whole
 batch is in, so d of every d + 1 asks are served from the plan either way; the ask after the
@@ -85,51 +87,84 @@ def stats(latencies_s: list[float]) -> dict[str, float]:
     }
 
 
-def run_localbo(server: ServerProcess, plan: Plan, ahead: bool, scenario: str) -> dict[str, Any]:
-    setup = plan.setup_s if scenario == "setup" else 0.0
-    keys = names(plan.d)
-    with Client(server.url, timeout=600) as client:
-        study = client.create_study(
+class Run:
+    """One localbo study on one server (suggest-ahead on or off): its asks, timed, and its tells."""
+
+    def __init__(self, server: ServerProcess, plan: Plan, ahead: bool, scenario: str) -> None:
+        self.plan, self.ahead, self.scenario = plan, ahead, scenario
+        self.keys = names(plan.d)
+        self.client = Client(server.url, timeout=600)
+        self.study = self.client.create_study(
             f"latency-{scenario}-{'on' if ahead else 'off'}",
-            space={k: {"type": "float", "low": 0.0, "high": 1.0} for k in keys},
+            space={k: {"type": "float", "low": 0.0, "high": 1.0} for k in self.keys},
             policy="minucb",
             seed=11,
         )
         for x in initial_points(plan.d, plan.n_init):
-            study.add_trial(dict(zip(keys, x, strict=True)), objective(x))
+            self.study.add_trial(dict(zip(self.keys, x, strict=True)), objective(x))
+        self.warmup_s: float | None = None
+        self.latencies: list[float] = []
+        self.sources: list[str] = []
+        self.trial: Any = None
 
-        def cycle() -> tuple[float, str]:
-            started = time.perf_counter()
-            trial = study.ask()
-            took = time.perf_counter() - started
+    def ask(self) -> None:
+        started = time.perf_counter()
+        self.trial = self.study.ask()
+        took = time.perf_counter() - started
+        if self.warmup_s is None:
+            self.warmup_s = took  # the first batch: reported apart
+            return
+        self.latencies.append(took)
+        self.sources.append(self.trial.source)
+        print(
+            f"  {self.scenario:12} ahead={'on ' if self.ahead else 'off'} ask {len(self.latencies):3}: "
+            f"{took * 1000:9.1f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def tell(self) -> None:
+        self.study.tell(self.trial, objective([self.trial.params[k] for k in self.keys]))
+
+    def row(self) -> dict[str, Any]:
+        view = self.client.request("GET", f"/api/v1/studies/{self.study.name}/policy")
+        self.client.close()
+        return {
+            "system": f"localbo minucb, suggest-ahead {'on' if self.ahead else 'off'}",
+            "scenario": self.scenario,
+            "asks": len(self.latencies),
+            **stats(self.latencies),
+            "warmup_ms": (self.warmup_s or 0.0) * 1000,
+            "sources": {s: self.sources.count(s) for s in sorted(set(self.sources))},
+            "steps": view["state"].get("t"),
+            "latencies_ms": [x * 1000 for x in self.latencies],
+        }
+
+
+def back_to_back(servers: dict[bool, ServerProcess], plan: Plan) -> list[dict[str, Any]]:
+    """Each mode on its own, one after the other: ask, evaluate, tell, ask at once."""
+    rows = []
+    for ahead, server in servers.items():
+        run = Run(server, plan, ahead, "back-to-back")
+        for _ in range(plan.asks + 1):
+            run.ask()
             time.sleep(plan.eval_s)
-            study.tell(trial, objective([trial.params[k] for k in keys]))
-            time.sleep(setup)
-            return took, trial.source
+            run.tell()
+        rows.append(run.row())
+    return rows
 
-        warmup, _ = cycle()
-        latencies, sources = [], []
-        n_asks = plan.setup_asks if scenario == "setup" else plan.asks
-        for i in range(n_asks):
-            took, source = cycle()
-            latencies.append(took)
-            sources.append(source)
-            print(
-                f"  {scenario:12} ahead={'on ' if ahead else 'off'} ask {i + 1:3}/{n_asks}: {took * 1000:9.1f} ms",
-                file=sys.stderr,
-                flush=True,
-            )
-        view = client.request("GET", f"/api/v1/studies/{study.name}/policy")
-    return {
-        "system": f"localbo minucb, suggest-ahead {'on' if ahead else 'off'}",
-        "scenario": scenario,
-        "asks": len(latencies),
-        **stats(latencies),
-        "warmup_ms": warmup * 1000,
-        "sources": {s: sources.count(s) for s in sorted(set(sources))},
-        "steps": view["state"].get("t"),
-        "latencies_ms": [x * 1000 for x in latencies],
-    }
+
+def with_setup(servers: dict[bool, ServerProcess], plan: Plan) -> list[dict[str, Any]]:
+    """Both modes paired, so that they see the same load: ask both, evaluate, tell both, set up, repeat."""
+    runs = [Run(server, plan, ahead, "setup") for ahead, server in servers.items()]
+    for _ in range(plan.setup_asks + 1):
+        for run in runs:
+            run.ask()
+        time.sleep(plan.eval_s)
+        for run in runs:
+            run.tell()
+        time.sleep(plan.setup_s)
+    return [run.row() for run in runs]
 
 
 def run_optuna(plan: Plan) -> dict[str, Any]:
@@ -238,18 +273,23 @@ def main() -> None:
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="latency-") as tmp:
-        for ahead in (True, False):
-            server = ServerProcess(
+        servers = {
+            ahead: ServerProcess(
                 f"sqlite:///{Path(tmp) / f'ahead-{ahead}.db'}",
                 log_path=Path(tmp) / f"server-{ahead}.log",
                 LOCALBO_SUGGEST_AHEAD=str(ahead).lower(),
                 LOCALBO_TORCH_THREADS="1",
                 LOCALBO_ASK_WAIT_SECONDS="600",  # measure the wait itself, never a fallback
             )
-            try:
-                for scenario in scenarios:
-                    rows.append(run_localbo(server, plan, ahead, scenario))
-            finally:
+            for ahead in (True, False)
+        }
+        try:
+            if "back-to-back" in scenarios:
+                rows += back_to_back(servers, plan)
+            if "setup" in scenarios:
+                rows += with_setup(servers, plan)
+        finally:
+            for server in servers.values():
                 server.stop()
     rows.append(run_optuna(plan))
     meta["load_after"] = os.getloadavg()[0]
