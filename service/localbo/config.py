@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     )
     celery_queue_prefix: str = Field(default="localbo-", description="Queue names: PREFIX + cpu | gpu")
     celery_visibility_timeout: float = Field(
-        default=1800.0, gt=0, description="A task a dead worker held is handed out again after this many seconds"
+        default=900.0, gt=0, description="A task a dead worker held is handed out again after this many seconds"
     )
     gpu_min_size: int = Field(
         default=0, ge=0, description="Route studies with observations x parameters >= this to the gpu queue (0: never)"
