@@ -97,3 +97,17 @@ def live_server(db_url: str) -> Iterator[ServerProcess]:
     server = ServerProcess(db_url)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_env() -> dict[str, str]:
+    """Settings for the real Redis on 127.0.0.1:6379: a database and queue names of this session's own."""
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=1):
+            pass
+    except OSError:
+        pytest.fail("Redis is not running on 127.0.0.1:6379 (start it; see .ci/run)")
+    return {
+        "LOCALBO_REDIS_URL": f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}",
+        "LOCALBO_CELERY_QUEUE_PREFIX": f"test-{uuid.uuid4().hex[:8]}-",
+    }

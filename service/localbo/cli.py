@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import socket
 from typing import Annotated
 
@@ -58,8 +59,6 @@ def serve(
     engine = make_engine(settings.database_url)
     upgrade(engine)
     engine.dispose()
-    import os
-
     os.environ["LOCALBO_DATABASE_URL"] = settings.database_url
     uvicorn.run(
         "localbo.api.main:app",
@@ -68,6 +67,45 @@ def serve(
         workers=workers,
         log_level="warning",
         access_log=False,
+    )
+
+
+@app.command()
+def worker(
+    queue: Annotated[list[str], typer.Option(help="Queues to serve: cpu and/or gpu (repeat the option)")] = ["cpu"],  # noqa: B006
+    device: Annotated[str, typer.Option(help="Where policies compute: auto | cpu | cuda")] = "auto",
+    concurrency: Annotated[int, typer.Option(min=1, help="Computations at once in this worker")] = 1,
+    loglevel: Annotated[str, typer.Option(help="Celery log level")] = "info",
+) -> None:
+    """Run a Celery worker that computes policy suggestions (needs LOCALBO_REDIS_URL, no database)."""
+    from localbo.workers.celery_app import make_celery, queue_name, resolve_device, set_worker_device
+
+    bad = [q for q in queue if q not in ("cpu", "gpu")]
+    if bad:
+        raise typer.BadParameter(f"expected cpu or gpu, got {', '.join(bad)}", param_hint="--queue")
+    try:
+        resolved = resolve_device(device)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
+    settings = _settings()
+    if settings.torch_threads:
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+    set_worker_device(resolved)
+    queues = ",".join(queue_name(settings, q) for q in queue)
+    typer.echo(f"localbo worker: queues {queues} on {settings.redis_url}, device {resolved}", err=True)
+    make_celery(settings).worker_main(
+        [
+            "worker",
+            f"--queues={queues}",
+            "--pool=threads",  # torch releases the GIL; forking after torch is loaded is unsafe
+            f"--concurrency={concurrency}",
+            f"--loglevel={loglevel}",
+            f"--hostname=localbo-{'-'.join(queue)}-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ]
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,6 +36,32 @@ class Settings(BaseSettings):
     )
     torch_threads: int = Field(default=0, ge=0, description="torch threads; 0 keeps torch's")
     device: str = Field(default="cpu", description="Policy device: auto | cpu | cuda")
+
+    # -- where and when policies compute (see localbo.workers and localbo.planner) --
+    executor: Literal["inline", "celery"] = Field(
+        default="inline", description="inline: a bounded pool in the API process; celery: workers via Redis"
+    )
+    inline_workers: int = Field(default=2, ge=1, description="Policy computations at once in one API process")
+    plan_threads: int = Field(default=8, ge=1, description="Background planning jobs at once (mostly waiting)")
+    suggest_ahead: bool = Field(default=True, description="Compute the next plan when a tell completes what it needs")
+    ask_wait_seconds: float = Field(
+        default=30.0, ge=0, description="An ask waits this long for the policy, then gets a fallback point"
+    )
+    policy_timeout_seconds: float = Field(
+        default=900.0, gt=0, description="The longest one policy computation may take (worker result wait)"
+    )
+    redis_url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        validation_alias=AliasChoices("LOCALBO_REDIS_URL", "REDIS_URL"),
+        description="Celery broker and result backend",
+    )
+    celery_queue_prefix: str = Field(default="localbo-", description="Queue names: PREFIX + cpu | gpu")
+    celery_visibility_timeout: float = Field(
+        default=900.0, gt=0, description="A task a dead worker held is handed out again after this many seconds"
+    )
+    gpu_min_size: int = Field(
+        default=0, ge=0, description="Route studies with observations x parameters >= this to the gpu queue (0: never)"
+    )
 
 
 @lru_cache

@@ -1,14 +1,21 @@
 """The engine: studies and trials on top of storage, and the plan queue the policies fill.
 
-An ask takes the study's write lock, hands out planned points and returns. Only when
-the plan runs short does it leave the lock, run the policy on a snapshot of the data
-(under a per-study lock in this process), and store the new points and state if no
-one else planned meanwhile (the state's version decides). A slow policy thus never
-holds the database lock, and several API processes can share one database.
+An ask takes the study's write lock, hands out planned points and returns. When the plan
+is short it leaves the lock and waits for a planning job (``plan_job``): one per study at
+a time in this process (``planner.Jobs``) and across processes (a claim on the study row).
+The job runs the policy on a snapshot of the data through the executor (inline or a celery
+worker) and stores the new points and state if no one else planned meanwhile (the state's
+version decides). A slow policy thus never holds the database lock, and several API
+processes can share one database. An ask that waited ``ask_wait_seconds`` in vain gets
+fallback points (source "fallback") and the job goes on for the asks after it.
+
+Suggest-ahead: after a tell the engine starts a job at once, when the plan is empty and the
+policy says a suggest now makes progress, so the next ask is served from the plan.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
@@ -16,8 +23,13 @@ import logging
 import math
 import secrets
 import threading
+import time
+import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -30,11 +42,13 @@ from sqlalchemy.exc import IntegrityError
 
 from localbo.config import Settings
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
-from localbo.policies import PolicyConfigError, PolicyRetry, SuggestRequest, get_policy, registry
+from localbo.planner import Jobs
+from localbo.policies import PolicyConfigError, SuggestRequest, get_policy, registry
 from localbo.space import SearchSpace, SpaceError
 from localbo.storage import repository as repo
 from localbo.storage.db import make_engine, upgrade, writer
 from localbo.storage.models import utcnow
+from localbo.workers import make_executor, run_suggest
 
 log = logging.getLogger("localbo.engine")
 T = TypeVar("T")
@@ -42,6 +56,8 @@ T = TypeVar("T")
 MAX_PLAN_ROUNDS = 20
 EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
 FALLBACK = "fallback"
+CLAIM_POLL_SECONDS = 0.05  # how often a job looks whether another process's plan has landed
+CLAIM_SECONDS = 30.0  # a planning claim lasts this long unless renewed: a crashed holder's runs out soon
 
 
 class _PlanShort(Exception):
@@ -118,8 +134,12 @@ class Engine:
         self._locks_guard = threading.Lock()
         self._expiry_checked: dict[str, datetime] = {}
         self._spaces: dict[tuple[int, datetime], SearchSpace] = {}
+        self.executor = make_executor(settings)
+        self.jobs = Jobs(settings.plan_threads)
 
     def close(self) -> None:
+        self.jobs.close()
+        self.executor.close()
         self.db.dispose()
 
     # -- studies -------------------------------------------------------------------------
@@ -180,24 +200,30 @@ class Engine:
     # -- ask -----------------------------------------------------------------------------
 
     def ask(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
-        """Hand out ``count`` trials; runs the policy in this thread when the plan is short."""
-        plan: Plan | None = None
+        """Hand out ``count`` trials; when the plan is short, wait for the study's planning job."""
+        deadline = time.monotonic() + self.settings.ask_wait_seconds
         for _ in range(MAX_PLAN_ROUNDS):
-            served = self.ask_step(name, count, client_id, key, plan)
+            served = self.ask_step(name, count, client_id, key)
             if isinstance(served, dict):
                 return served
-            plan = self.compute_plan(name, served)
-        raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+            job = self.jobs.start(name, self.plan_job, name, served, False)
+            try:
+                job.result(timeout=max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                break
+        return self.ask_step(name, count, client_id, key, fallback=True)
 
     async def ask_async(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
-        """``ask`` for an event loop: the database step as ``run_write`` says, the policy in a thread."""
-        plan: Plan | None = None
+        """``ask`` for an event loop: the database step as ``run_write`` says; the wait blocks no thread."""
+        deadline = time.monotonic() + self.settings.ask_wait_seconds
         for _ in range(MAX_PLAN_ROUNDS):
-            served = await self.run_write(self.ask_step, name, count, client_id, key, plan)
+            served = await self.run_write(self.ask_step, name, count, client_id, key)
             if isinstance(served, dict):
                 return served
-            plan = await anyio.to_thread.run_sync(self.compute_plan, name, served)
-        raise Busy(f"study {name!r}: the plan kept changing under concurrent asks; retry")
+            job = self.jobs.start(name, self.plan_job, name, served, False)
+            if not await _wait(job, deadline - time.monotonic()):
+                break
+        return await self.run_write(self.ask_step, name, count, client_id, key, fallback=True)
 
     async def run_write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one short write transaction from an event loop.
@@ -210,8 +236,13 @@ class Engine:
             return fn(*args, **kwargs)
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
-    def ask_step(self, name: str, count: int, client_id: str | None, key: str | None, plan: Plan | None) -> dict | int:
-        """One write transaction: store ``plan`` if still current, then serve; or return how many points are short."""
+    def ask_step(
+        self, name: str, count: int, client_id: str | None, key: str | None, fallback: bool = False
+    ) -> dict | int:
+        """One write transaction: serve from the plan, or return how many points are short.
+
+        With ``fallback`` the points the plan lacks are made up at once (source "fallback").
+        """
         if not 1 <= count <= self.settings.max_ask_count:
             raise InvalidInput("count", f"expected 1..{self.settings.max_ask_count}, got {count}")
         body = {"count": count, "client_id": client_id}
@@ -224,9 +255,7 @@ class Engine:
                     if study.idem_hash != request_hash("ask", body):
                         raise InvalidInput("Idempotency-Key", f"{key!r} was already used for a different request")
                     return study.idem_response
-                if plan is not None and plan.version == study.policy_state_version:
-                    self._store_plan(conn, study, plan)
-                response = self._serve(conn, study, count, client_id)
+                response = self._serve(conn, study, count, client_id, fallback)
                 if key:
                     repo.put_idempotency(conn, study.id, key, request_hash("ask", body), 200, response)
                 return response
@@ -234,7 +263,7 @@ class Engine:
             self._expiry_checked.pop(name, None)
             return short.missing
 
-    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None) -> dict:
+    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None, fallback: bool = False) -> dict:
         """Hand out ``count`` trials inside the caller's transaction; raises _PlanShort if the plan is short."""
         now = utcnow()
         if self._expiry_due(study.name, now):
@@ -245,9 +274,11 @@ class Engine:
         lease = now + timedelta(seconds=self.settings.lease_seconds)
         mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
         need = count - len(mine)
-        planned = repo.pop_plan(conn, study.id, need) if need else []
+        planned = [(p.x, p.source) for p in repo.pop_plan(conn, study.id, need)] if need else []
         if len(planned) < need:
-            raise _PlanShort(need - len(planned))
+            if not fallback:
+                raise _PlanShort(need - len(planned))
+            planned += self._late_points(study, need - len(planned))
         repo.extend_leases(conn, [r.id for r in mine], lease)
         space = self._space(study)
         new = [
@@ -255,17 +286,17 @@ class Engine:
                 "study_id": study.id,
                 "number": study.trial_count + i + 1,
                 "state": "running",
-                "params": space.from_unit(p.x),
-                "x": p.x,
+                "params": space.from_unit(x),
+                "x": x,
                 "value": None,
                 "reason": None,
-                "source": p.source,
+                "source": source,
                 "client_id": client_id,
                 "lease_expires_at": lease,
                 "created_at": now,
                 "completed_at": None,
             }
-            for i, p in enumerate(planned)
+            for i, (x, source) in enumerate(planned)
         ]
         repo.insert_trials(conn, new)
         if new:
@@ -281,16 +312,104 @@ class Engine:
             space = self._spaces[cache_key] = SearchSpace.parse(study.space)
         return space
 
-    def compute_plan(self, name: str, short: int) -> Plan | None:
-        """Run the policy on a snapshot, outside the database lock."""
+    def _late_points(self, study: Row, k: int) -> list[tuple[list[float], str]]:
+        """``k`` seeded random points where the policy allows (its fallback box); the policy state is untouched."""
+        cls = get_policy(study.policy)
+        saved = study.policy_state or {}
+        state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
+        dim = len(study.space)
+        lo, hi = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), dim)
+        generator = torch.Generator().manual_seed(study.seed + 104_729 * (study.trial_count + 1))
+        low, high = torch.tensor(lo, dtype=torch.float64), torch.tensor(hi, dtype=torch.float64)
+        X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
+        log.warning(
+            "study %s: the policy was not ready within %.1f s; %d fallback point(s)",
+            study.name,
+            self.settings.ask_wait_seconds,
+            k,
+        )
+        return [(row, FALLBACK) for row in X.tolist()]
+
+    def plan_ahead(self, name: str) -> Future | None:
+        """Suggest-ahead: start the study's planning job now, if configured (it decides whether to compute)."""
+        if not self.settings.suggest_ahead:
+            return None
+        return self.jobs.start(name, self.plan_job, name, 1, True, weak=True)
+
+    def plan_job(self, name: str, short: int, ahead: bool) -> None:
+        """Make the plan hold at least ``short`` points: compute it, or wait for the process computing it.
+
+        ``ahead`` (after a tell): only if the plan is empty and the policy says a suggest makes progress.
+        """
         with self._study_lock(name):
-            with self.db.begin() as conn:
-                study = self._study(conn, name)
-                if repo.count_plan(conn, study.id) >= short:
-                    return None  # another thread planned while we waited for the lock
-                cls = get_policy(study.policy)
-                done, pending = repo.history(conn, study.id) if cls.needs_history else ([], [])
-            return self._run_policy(study, done, pending, short)
+            token = uuid.uuid4().hex
+            give_up = time.monotonic() + self.settings.policy_timeout_seconds + 60
+            while True:
+                now = utcnow()
+                until = now + timedelta(seconds=CLAIM_SECONDS)
+                with self.write.begin() as conn:
+                    if repo.claim_planning(conn, name, token, now, until):
+                        break
+                    study = self._study(conn, name)
+                    if repo.count_plan(conn, study.id) >= short:
+                        return  # another process planned
+                if ahead or time.monotonic() > give_up:
+                    return  # another process is computing: it plans, not us
+                time.sleep(CLAIM_POLL_SECONDS)
+            try:
+                with self.db.begin() as conn:
+                    study = self._study(conn, name)
+                    in_plan = repo.count_plan(conn, study.id)
+                    if in_plan >= short or (ahead and in_plan):
+                        return
+                    cls = get_policy(study.policy)
+                    done, pending = repo.history(conn, study.id) if cls.needs_history else ([], [])
+                if ahead:
+                    saved = study.policy_state or {}
+                    state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
+                    if not cls.plans_now(state, len(done), len(pending)):
+                        return
+                with self._renewing(name, token):
+                    plan = self._run_policy(study, done, pending, short)
+                with self.write.begin() as conn:
+                    current = self._study(conn, name, lock=True)
+                    if current.policy_state_version == plan.version:
+                        self._store_plan(conn, current, plan)
+                    repo.release_planning(conn, name, token)
+                    token = ""
+            finally:
+                if token:
+                    with self.write.begin() as conn:
+                        repo.release_planning(conn, name, token)
+
+    @contextmanager
+    def _renewing(self, name: str, token: str) -> Iterator[None]:
+        """Keep the planning claim alive while the policy computes (a thread renews it every third of its life)."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(CLAIM_SECONDS / 3):
+                try:
+                    with self.write.begin() as conn:
+                        repo.renew_planning(conn, name, token, utcnow() + timedelta(seconds=CLAIM_SECONDS))
+                except Exception:  # the database blinked: the next renewal may work
+                    log.exception("could not renew the planning claim on %s", name)
+
+        renewer = threading.Thread(target=renew, name=f"localbo-claim-{name}", daemon=True)
+        renewer.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            renewer.join()
+
+    def queue_for(self, study: Row, n: int) -> str:
+        """The worker queue: the study's config says, else its size (observations x parameters)."""
+        queue = (study.policy_config or {}).get("queue", "auto")
+        if queue != "auto":
+            return queue
+        size = n * len(study.space)
+        return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
 
     def _run_policy(self, study: Row, done: list, pending: list, short: int) -> Plan:
         cls = get_policy(study.policy)
@@ -314,10 +433,10 @@ class Engine:
             device=self.device,
         )
         try:
-            try:
-                suggestion = cls().suggest(request)
-            except PolicyRetry:
-                suggestion = cls().suggest(request)
+            if cls.needs_history:
+                suggestion = self.executor.run(cls.name, request, self.queue_for(study, len(done)))
+            else:  # random, sobol: microseconds, not worth a trip to a worker
+                suggestion = run_suggest(cls.name, request)
             X = suggestion.X.detach().to("cpu", torch.float64)
             if X.ndim != 2 or X.shape[1] != dim or X.shape[0] < short or not torch.isfinite(X).all():
                 raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {dim}, finite")
@@ -325,6 +444,8 @@ class Engine:
             return Plan(
                 study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None
             )
+        except CancelledError:
+            raise  # the server is shutting down: no fallback plan, no error on the study
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
             generator = torch.Generator().manual_seed(study.seed + 7919 * (study.policy_state_version + 1))
@@ -359,8 +480,10 @@ class Engine:
         with self.write.begin() as conn:
             # The common case in one statement: the trial is open, so finish it.
             done = repo.finish_open_trial(conn, name, number, state, value, reason, utcnow())
-            if done is not None:
-                return trial_dict(done)
+        if done is not None:
+            self.plan_ahead(name)
+            return trial_dict(done)
+        with self.write.begin() as conn:
             trial = self._trial(conn, name, number)  # already finished (or missing): say how
             if trial.state in ("running", "stale"):
                 raise Busy(f"trial {number} changed while being told; retry")
@@ -413,7 +536,8 @@ class Engine:
             out = trial_dict(row)
             if key:
                 repo.put_idempotency(conn, study.id, key, request_hash("add", body), 200, out)
-            return out
+        self.plan_ahead(name)
+        return out
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -494,6 +618,15 @@ class Engine:
 def last_activity(summary: dict[str, Any]) -> str | None:
     """When a trial of the study was last asked or finished."""
     return iso(max(filter(None, (summary.get("last_created_at"), summary.get("last_completed_at"))), default=None))
+
+
+async def _wait(job: Future, timeout: float) -> bool:
+    """Wait for ``job`` up to ``timeout`` seconds without holding a thread; False on timeout (the job goes on)."""
+    try:
+        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), max(0.0, timeout))
+        return True
+    except TimeoutError:
+        return False
 
 
 def study_dict(row: Row, summary: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""``localbo serve`` in a child process on a free loopback port: for tests and benchmarks."""
+"""``localbo serve`` and ``localbo worker`` in child processes: for tests and benchmarks."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,13 +22,15 @@ def free_port() -> int:
 class ServerProcess:
     """Starts the server, waits for ``/healthz``; ``stop()`` ends it. Output goes to ``log_path``."""
 
-    def __init__(self, db_url: str, log_path: Path | None = None, timeout: float = 90.0, **env: str) -> None:
+    def __init__(
+        self, db_url: str, log_path: Path | None = None, timeout: float = 90.0, args: tuple[str, ...] = (), **env: str
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = open(log_path or os.devnull, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "localbo.cli", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "localbo.cli", "serve", "--port", str(self.port), *args],
             env={**os.environ, "LOCALBO_DATABASE_URL": db_url, **env},
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -54,5 +57,52 @@ class ServerProcess:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+class WorkerProcess:
+    """``localbo worker`` in its own process group; waits until Celery says it is ready.
+
+    ``kill()`` sends SIGKILL to the whole group: the crash a late-acknowledged task must survive.
+    """
+
+    def __init__(self, log_path: Path, queues: tuple[str, ...] = ("cpu",), timeout: float = 90.0, **env: str) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
+        queue_args = [arg for q in queues for arg in ("--queue", q)]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "localbo.cli", "worker", *queue_args, "--device", "cpu"],
+            env={**os.environ, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self._log.close()
+                raise RuntimeError(f"worker exited with {self.proc.returncode}: {self.log()[-2000:]}")
+            if " ready." in self.log():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"worker not ready within {timeout:.0f} s: {self.log()[-2000:]}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=15)
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._log.close()

@@ -89,5 +89,15 @@ class Policy(ABC):
         """Raise PolicyConfigError if this policy cannot run a study of ``dim`` parameters."""
         return None  # most policies run any space
 
+    @classmethod
+    def plans_now(cls, state: dict[str, Any], n_complete: int, n_running: int) -> bool:
+        """Whether a suggest now would make progress; the engine asks before planning ahead after a tell."""
+        return True
+
+    @classmethod
+    def fallback_box(cls, state: dict[str, Any], config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
+        """Where a safe fallback point may lie (lower, upper corners in the unit cube) when the policy is late."""
+        return [0.0] * dim, [1.0] * dim
+
     @abstractmethod
     def suggest(self, request: SuggestRequest) -> Suggestion: ...

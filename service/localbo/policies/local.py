@@ -52,6 +52,9 @@ class LocalConfig(PolicyConfig):
     )
     num_restarts: int = Field(default=5, ge=1, le=64, description="Restarts per exploration point")
     raw_samples: int = Field(default=64, ge=1, le=4096, description="Raw samples per exploration point")
+    queue: Literal["auto", "cpu", "gpu"] = Field(
+        default="auto", description="Worker queue under the celery executor; auto: gpu above LOCALBO_GPU_MIN_SIZE"
+    )
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,22 @@ class LocalPolicy(Policy):
     def check_study(cls, dim: int, config: LocalConfig) -> None:  # type: ignore[override]
         if config.x0 is not None and len(config.x0) != dim:
             raise PolicyConfigError("policy_config.x0", f"expected {dim} values in [0, 1], got {len(config.x0)}")
+
+    @classmethod
+    def plans_now(cls, state: dict[str, Any], n_complete: int, n_running: int) -> bool:
+        # While the batch's results are out a suggest only tops the batch up with extra exploration,
+        # which delays the step: plan ahead only once the batch is in (or nothing is running).
+        if "x_t" not in state or n_running == 0:
+            return True
+        return n_complete - int(state["n_start"]) >= int(state["batch"])
+
+    @classmethod
+    def fallback_box(cls, state: dict[str, Any], config: LocalConfig, dim: int) -> tuple[list[float], list[float]]:
+        """The exploration box around x_t: a late point is still a local one."""
+        if "x_t" not in state:
+            return super().fallback_box(state, config, dim)
+        x_t = state["x_t"]
+        return [max(0.0, v - config.delta) for v in x_t], [min(1.0, v + config.delta) for v in x_t]
 
     @abstractmethod
     def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:

@@ -59,6 +59,9 @@ class Study(Base):
     policy_state_version: Mapped[int] = mapped_column(Integer, default=0)
     trial_count: Mapped[int] = mapped_column(Integer, default=0)
     last_policy_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Who computes the next plan, until when: one refit per study at a time across API processes.
+    plan_claim: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    plan_claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

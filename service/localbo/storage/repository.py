@@ -82,6 +82,33 @@ def update_study(conn: Connection, study_id: int, **values: Any) -> None:
     conn.execute(update(studies).where(studies.c.id == study_id).values(**values))
 
 
+def claim_planning(conn: Connection, name: str, token: str, now: datetime, until: datetime) -> bool:
+    """Take the study's planning claim if nobody holds it (or the holder's claim ran out)."""
+    done = conn.execute(
+        update(studies)
+        .where(
+            studies.c.name == name,
+            (studies.c.plan_claimed_until.is_(None)) | (studies.c.plan_claimed_until < now),
+        )
+        .values(plan_claim=token, plan_claimed_until=until)
+    )
+    return done.rowcount == 1
+
+
+def renew_planning(conn: Connection, name: str, token: str, until: datetime) -> None:
+    conn.execute(
+        update(studies).where(studies.c.name == name, studies.c.plan_claim == token).values(plan_claimed_until=until)
+    )
+
+
+def release_planning(conn: Connection, name: str, token: str) -> None:
+    conn.execute(
+        update(studies)
+        .where(studies.c.name == name, studies.c.plan_claim == token)
+        .values(plan_claim=None, plan_claimed_until=None)
+    )
+
+
 def delete_study(conn: Connection, study_id: int) -> None:
     # Children first, explicitly: no reliance on the dialect's cascade settings.
     for table in (idempotency, plan, trials):

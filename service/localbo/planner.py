@@ -1,0 +1,70 @@
+"""Background planning jobs: at most one per study in this process, shared by everyone who waits.
+
+``start(key, fn, *args)`` runs ``fn`` in the pool unless a job for ``key`` is under way; then
+the caller gets that job's future instead (concurrent asks coalesce), and the job runs ``fn``
+once more when it ends (a tell that arrived meanwhile may have made a new plan possible).
+Across processes, the engine's claim on the study row keeps computations apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+log = logging.getLogger("localbo.planner")
+
+
+class Jobs:
+    def __init__(self, threads: int) -> None:
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="localbo-plan")
+        self._running: dict[str, Future] = {}
+        self._again: dict[str, tuple[Callable[..., Any], tuple, bool]] = {}
+        self._guard = threading.Lock()
+
+    def start(self, key: str, fn: Callable[..., Any], *args: Any, weak: bool = False) -> Future:
+        """The future of the job for ``key``: a new one, or the one under way (which then runs ``fn`` again).
+
+        A ``weak`` call (suggest-ahead) does not replace a strong one (an ask's) waiting to run again.
+        """
+        with self._guard:
+            job = self._running.get(key)
+            if job is not None:
+                if not (weak and key in self._again and not self._again[key][2]):
+                    self._again[key] = (fn, args, weak)
+                return job
+            job = self._pool.submit(self._run, key, fn, args)
+            self._running[key] = job
+            return job
+
+    def running(self, key: str) -> Future | None:
+        with self._guard:
+            return self._running.get(key)
+
+    def _run(self, key: str, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            first = True
+            while True:
+                try:
+                    fn(*args)
+                except Exception:
+                    if first:
+                        raise  # the caller that started the job sees its error
+                    log.exception("planning job for %s failed", key)
+                first = False
+                with self._guard:
+                    again = self._again.pop(key, None)
+                    if again is None:
+                        del self._running[key]
+                        return
+                fn, args, _ = again
+        except BaseException:
+            with self._guard:
+                self._again.pop(key, None)
+                self._running.pop(key, None)
+            raise
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

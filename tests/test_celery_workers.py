@@ -1,0 +1,215 @@
+"""The celery executor with a real worker process on the real Redis: end to end, a SIGKILLed worker, an outage."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+from localbo.engine import Engine
+from localbo.policies import SuggestRequest, get_policy
+from localbo.server_process import ServerProcess, WorkerProcess, free_port
+from localbo.storage import repository as repo
+from localbo.workers import run_suggest
+from localbo.workers.celery_app import suggest
+from localbo.workers.wire import request_from_wire, request_to_wire
+from localbo_client import Client
+
+from tests.conftest import make_settings, unique
+
+pytestmark = pytest.mark.live
+
+
+# batches of 1 + 5 points (fewer GP fits than b2 = d) and small acquisition searches: a quick test
+LIGHT = {"samples_per_iteration": 5, "num_restarts": 1, "raw_samples": 16, "step_restarts": 2}
+
+
+def sphere(params: dict[str, float]) -> float:
+    return sum((v - 0.3) ** 2 for v in params.values())
+
+
+def space(d: int) -> dict:
+    return {f"x{i}": {"type": "float", "low": -1.0, "high": 1.0} for i in range(d)}
+
+
+def settings(env: dict[str, str]) -> dict[str, str]:
+    return {"redis_url": env["LOCALBO_REDIS_URL"], "celery_queue_prefix": env["LOCALBO_CELERY_QUEUE_PREFIX"]}
+
+
+def start_both(tmp_path: Path, worker_log: str, env: dict[str, str]) -> tuple[WorkerProcess, ServerProcess]:
+    """A worker and a server with the celery executor, started at once (each takes seconds)."""
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with ThreadPoolExecutor(2) as pool:
+        worker = pool.submit(WorkerProcess, tmp_path / worker_log, **env)
+        server = pool.submit(
+            ServerProcess,
+            db,
+            log_path=tmp_path / "server.log",
+            LOCALBO_EXECUTOR="celery",
+            LOCALBO_ASK_WAIT_SECONDS="120",  # a slow machine must not turn a late plan into a fallback here
+            **env,
+        )
+        return worker.result(), server.result()
+
+
+def all_trials(url: str, name: str) -> list[dict]:
+    return httpx.get(f"{url}/api/v1/studies/{name}/trials", params={"limit": 1000}, timeout=10).json()["trials"]
+
+
+def assert_each_tell_stored_once(trials: list[dict], n: int) -> None:
+    assert [t["number"] for t in trials] == list(range(1, n + 1))
+    assert all(t["state"] == "complete" for t in trials)
+    for t in trials:  # the stored value is the one told for these very params
+        assert t["value"] == pytest.approx(sphere(t["params"]), abs=1e-12)
+
+
+def test_request_survives_the_trip_to_a_worker_and_gives_the_same_points() -> None:
+    cls = get_policy("minucb")
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(6, 2, generator=g, dtype=torch.float64)
+    request = SuggestRequest(
+        dim=2,
+        X=X,
+        y=(X - 0.3).pow(2).sum(-1),
+        X_pending=torch.empty(0, 2, dtype=torch.float64),
+        count=1,
+        state={},
+        config=cls.Config.model_validate({"num_restarts": 2, "raw_samples": 16}),
+        seed=5,
+    )
+    name, back = request_from_wire(request_to_wire("minucb", request), torch.device("cpu"))
+    assert name == "minucb" and back.config == request.config
+    assert torch.equal(back.X, request.X) and torch.equal(back.y, request.y)
+    here = run_suggest("minucb", request)
+    there = suggest(request_to_wire("minucb", request))  # the task's body, as a worker runs it
+    assert torch.equal(torch.tensor(there["X"], dtype=torch.float64), here.X)
+    assert there["state"] == here.state and there["info"]["worker"].endswith("/cpu")
+
+
+def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redis_env: dict[str, str]) -> None:
+    worker, server = start_both(tmp_path, "worker.log", redis_env)
+    try:
+        study = Client(server.url, timeout=180).create_study(
+            unique("celery"), space=space(2), policy="minucb", seed=3, policy_config=LIGHT
+        )
+        study.optimize(sphere, n_trials=60)
+        trials = all_trials(server.url, study.name)
+        assert_each_tell_stored_once(trials, 60)
+        assert {t["source"] for t in trials} == {"minucb"}, "no fallback point: every plan came from the policy"
+        info = httpx.get(f"{server.url}/api/v1/studies/{study.name}/policy", timeout=10).json()
+        assert info["last_policy_error"] is None and info["state"]["t"] >= 8  # it stepped, batch after batch
+        # every plan was computed on the worker, none inline
+        assert len(re.findall(r"localbo\.suggest\[\S+\] succeeded", worker.log())) >= info["policy_state_version"]
+        assert "computing inline" not in (tmp_path / "server.log").read_text()
+
+        # a policy that raises on the worker: the study gets a fallback point and the error, and goes on
+        engine = Engine(make_settings(f"sqlite:///{tmp_path / 'own.sqlite'}", executor="celery", **settings(redis_env)))
+        try:
+            engine.create_study("breaks", "minimize", space(2), "minucb", LIGHT, seed=5)
+            (first,) = engine.ask("breaks")["trials"]
+            assert first["source"] == "minucb"
+            with engine.write.begin() as conn:  # an iterate of the wrong size: the next suggest cannot run
+                row = repo.get_study(conn, "breaks")
+                broken = {**row.policy_state, "data": {**row.policy_state["data"], "x_t": [0.5] * 5}}
+                repo.update_study(conn, row.id, policy_state=broken)
+                repo.pop_plan(conn, row.id, 100)
+            (trial,) = engine.ask("breaks")["trials"]
+            assert trial["source"] == "fallback"
+            error = engine.get_study("breaks")["last_policy_error"]
+            assert error is not None and "size" in error, error
+            assert re.search(r"localbo\.suggest\[\S+\] raised", worker.log()), "it failed on the worker"
+            assert engine.tell("breaks", trial["number"], 1.0)["state"] == "complete", "the study goes on"
+        finally:
+            engine.close()
+    finally:
+        server.stop()
+        worker.stop()
+
+
+def test_a_worker_killed_mid_computation_is_replaced_and_the_study_completes(
+    tmp_path: Path, redis_env: dict[str, str]
+) -> None:
+    env = {**redis_env, "LOCALBO_CELERY_VISIBILITY_TIMEOUT": "4"}  # redelivery after 4 s, not 30 min
+    first, server = start_both(tmp_path, "worker1.log", env)
+    second = None
+    n = 12  # two batches of 1 + 5
+    try:
+        # a heavier exploration than the defaults, so that a computation lasts long enough to be hit
+        config = {"samples_per_iteration": 5, "num_restarts": 8, "raw_samples": 256}
+        study = Client(server.url, timeout=180).create_study(
+            unique("kill"), space=space(3), policy="minucb", seed=4, policy_config=config
+        )
+        errors: list[BaseException] = []
+
+        def evaluate() -> None:
+            try:
+                study.optimize(sphere, n_trials=n)
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                errors.append(exc)
+
+        runner = threading.Thread(target=evaluate)
+        runner.start()
+        killed = None
+        deadline = time.monotonic() + 120
+        while killed is None and time.monotonic() < deadline and runner.is_alive():
+            log = first.log()
+            received = re.findall(r"localbo\.suggest\[(\S+)\] received", log)
+            done = set(re.findall(r"localbo\.suggest\[(\S+)\] succeeded", log))
+            busy = [task for task in received if task not in done]
+            if busy:
+                first.kill()
+                killed = busy[0]
+            time.sleep(0.02)
+        assert killed is not None, "never caught the worker mid-computation"
+        assert f"localbo.suggest[{killed}] succeeded" not in first.log()
+        second = WorkerProcess(tmp_path / "worker2.log", **env)
+        runner.join(timeout=180)
+        assert not runner.is_alive() and not errors, errors
+        assert re.search(rf"localbo\.suggest\[{killed}\] succeeded", second.log()), "the killed task was redelivered"
+        trials = all_trials(server.url, study.name)
+        assert_each_tell_stored_once(trials, n)
+        assert {t["source"] for t in trials} == {"minucb"}
+    finally:
+        server.stop()
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def test_a_redis_outage_computes_inline_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", executor="celery", redis_url=dead))
+    try:
+        engine.create_study("outage", "minimize", space(2), "minucb", {"num_restarts": 2}, seed=1)
+        with caplog.at_level(logging.WARNING, logger="localbo.workers"):
+            started = time.monotonic()
+            for _ in range(4):
+                (trial,) = engine.ask("outage")["trials"]
+                engine.tell("outage", trial["number"], sphere(trial["params"]))
+            elapsed = time.monotonic() - started
+        assert trial["source"] == "minucb"
+        assert engine.get_study("outage")["last_policy_error"] is None
+        warnings = [r for r in caplog.records if "unreachable" in r.getMessage()]
+        assert len(warnings) == 1, "one warning, then the broker is left alone for a while"
+        assert elapsed < 30
+    finally:
+        engine.close()
+
+
+def test_studies_go_to_the_gpu_queue_by_their_config_or_their_size(tmp_path: Path) -> None:
+    engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", gpu_min_size=100))
+    try:
+        for name, config in [("auto", {}), ("cpu", {"queue": "cpu"}), ("gpu", {"queue": "gpu"})]:
+            engine.create_study(name, "minimize", space(10), "minucb", config)
+        with engine.db.begin() as conn:
+            auto, cpu, gpu = (repo.get_study(conn, n) for n in ("auto", "cpu", "gpu"))
+        assert [engine.queue_for(auto, n) for n in (9, 10)] == ["cpu", "gpu"]  # 10 x 10 >= 100
+        assert engine.queue_for(cpu, 1000) == "cpu" and engine.queue_for(gpu, 0) == "gpu"
+    finally:
+        engine.close()

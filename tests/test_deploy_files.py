@@ -1,0 +1,54 @@
+"""The deployment files: the compose file parses, names its services, and runs commands our CLI accepts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+import yaml
+from localbo.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def parses_as_cli(command: list[str]) -> None:
+    """``localbo SUB ARGS`` parsed by the real CLI (options and values checked), without running it."""
+    assert command[0] == "localbo"
+    group = typer.main.get_command(app)
+    ctx = group.make_context("localbo", list(command[1:]))
+    sub = group.get_command(ctx, command[1])
+    sub.make_context(command[1], list(command[2:]), parent=ctx)
+
+
+def test_compose_file_has_api_worker_postgres_and_redis_wired_together() -> None:
+    services = compose()["services"]
+    assert {"api", "worker", "postgres", "redis"} <= set(services)
+    api, worker = services["api"], services["worker"]
+    assert api["build"] == "." and worker["build"] == "."  # one image for both
+    env = api["environment"]
+    assert env["LOCALBO_EXECUTOR"] == "celery"
+    assert re.match(r"postgresql\+psycopg://\w+:\w+@postgres:5432/\w+$", env["LOCALBO_DATABASE_URL"])
+    assert env["LOCALBO_REDIS_URL"] == worker["environment"]["LOCALBO_REDIS_URL"] == "redis://redis:6379/0"
+    assert "LOCALBO_TOKENS" in env, "the api binds 0.0.0.0, so it must have tokens"
+    assert set(api["depends_on"]) == {"postgres", "redis"} and "redis" in worker["depends_on"]
+    assert "--workers" in api["command"], "several API processes"
+    for name in ("api", "worker", "worker-gpu"):
+        parses_as_cli(services[name]["command"])
+    assert services["worker-gpu"]["profiles"] == ["gpu"], "a GPU worker only when asked for"
+
+
+def test_dockerfile_installs_cpu_torch_before_the_service_and_copies_what_exists() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    torch_at = text.index('pip install --index-url "${TORCH_INDEX}" "${TORCH_SPEC}"')
+    assert "ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu" in text
+    assert torch_at < text.index("pip install . ./client"), "torch first, so pip pulls no CUDA build"
+    for source in re.findall(r"^COPY (\S+)", text, flags=re.M):
+        assert (ROOT / source).exists(), source
+    cmd = re.search(r"^CMD (\[.*\])$", text, flags=re.M)
+    assert cmd is not None
+    parses_as_cli(yaml.safe_load(cmd.group(1)))

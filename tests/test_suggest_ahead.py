@@ -1,0 +1,203 @@
+"""Planning in the background: suggest-ahead after tells, coalesced asks, late asks, one refit across processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from localbo.engine import Engine
+from localbo.policies import Suggestion, SuggestRequest
+from localbo.workers import Executor
+
+from tests.conftest import make_settings
+
+# batches of 1 + 5 points, small acquisition searches: quick on a busy machine
+LIGHT = {"samples_per_iteration": 5, "num_restarts": 1, "raw_samples": 16, "step_restarts": 2}
+SPACE = {"a": {"type": "float", "low": 0.0, "high": 1.0}, "b": {"type": "float", "low": 0.0, "high": 1.0}}
+
+
+def f(params: dict[str, float]) -> float:
+    return (params["a"] - 0.3) ** 2 + (params["b"] - 0.6) ** 2
+
+
+class Counting:
+    """The engine's real executor, counting the computations it runs and how many overlap."""
+
+    def __init__(self, inner: Executor, delay: float = 0.0) -> None:
+        self.inner, self.delay = inner, delay
+        self.name = inner.name
+        self.calls = 0
+        self.active = 0
+        self.max_active = 0
+        self._guard = threading.Lock()
+
+    def run(self, policy: str, request: SuggestRequest, queue: str = "cpu") -> Suggestion:
+        with self._guard:
+            self.calls += 1
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(self.delay)  # a slow refit, as at d = 100
+            return self.inner.run(policy, request, queue)
+        finally:
+            with self._guard:
+                self.active -= 1
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture
+def make_engine(tmp_path: Path) -> Iterator:
+    made: list[Engine] = []
+
+    def make(db_url: str | None = None, delay: float = 0.0, **overrides: object) -> Engine:
+        engine = Engine(make_settings(db_url or f"sqlite:///{tmp_path / 'db.sqlite'}", **overrides))
+        engine.executor = Counting(engine.executor, delay)
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        engine.close()
+
+
+def settle(engine: Engine, name: str, timeout: float = 60.0) -> None:
+    """Wait until no planning job for ``name`` is under way in this engine."""
+    deadline = time.monotonic() + timeout
+    while (job := engine.jobs.running(name)) is not None:
+        job.result(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def run_batch(engine: Engine, name: str) -> list[dict]:
+    """Ask for the whole planned batch, then tell every point."""
+    n = len(engine.policy_view(name)["planned"])
+    trials = engine.ask(name, count=n)["trials"]
+    for trial in trials[:-1]:
+        engine.tell(name, trial["number"], f(trial["params"]))
+    return trials
+
+
+def test_the_tell_that_completes_a_batch_plans_the_next_one_before_any_ask(make_engine) -> None:
+    engine = make_engine()
+    engine.create_study("ahead", "minimize", SPACE, "minucb", LIGHT, seed=1)
+    engine.ask("ahead")  # the first batch: x_0 and its exploration
+    engine.tell("ahead", 1, 0.5)
+    trials = run_batch(engine, "ahead")
+    settle(engine, "ahead")
+    view = engine.policy_view("ahead")
+    assert view["planned"] == [] and view["state"]["t"] == 0, "no top-up while the batch's last trial runs"
+    calls = engine.executor.calls
+
+    engine.tell("ahead", trials[-1]["number"], f(trials[-1]["params"]))  # the batch is complete
+    settle(engine, "ahead")
+    view = engine.policy_view("ahead")
+    assert view["state"]["t"] == 1 and len(view["planned"]) == 6, "the step was computed after the tell"
+    assert engine.executor.calls == calls + 1
+
+    started = time.perf_counter()
+    (trial,) = engine.ask("ahead")["trials"]
+    assert time.perf_counter() - started < 1.0, "served from the plan"
+    assert trial["source"] == "minucb" and engine.executor.calls == calls + 1
+
+
+def test_with_suggest_ahead_off_the_ask_computes_the_step(make_engine) -> None:
+    engine = make_engine(suggest_ahead=False)
+    engine.create_study("lazy", "minimize", SPACE, "minucb", LIGHT, seed=1)
+    engine.ask("lazy")
+    engine.tell("lazy", 1, 0.5)
+    trials = run_batch(engine, "lazy")
+    engine.tell("lazy", trials[-1]["number"], 0.1)
+    assert engine.jobs.running("lazy") is None
+    assert engine.policy_view("lazy")["state"]["t"] == 0 and engine.executor.calls == 1
+    assert engine.ask("lazy")["trials"][0]["source"] == "minucb"
+    assert engine.policy_view("lazy")["state"]["t"] == 1 and engine.executor.calls == 2
+
+
+def test_concurrent_asks_share_one_computation(make_engine) -> None:
+    engine = make_engine(delay=0.5)
+    config = {**LIGHT, "samples_per_iteration": 7}  # a batch of 8: one per asker
+    engine.create_study("crowd", "minimize", SPACE, "minucb", config, seed=2)
+    got: list[dict] = []
+    asks = [threading.Thread(target=lambda: got.extend(engine.ask("crowd")["trials"])) for _ in range(8)]
+    for t in asks:
+        t.start()
+    for t in asks:
+        t.join(timeout=60)
+    assert sorted(t["number"] for t in got) == list(range(1, 9))
+    assert engine.executor.calls == 1 and engine.executor.max_active == 1
+    assert {t["source"] for t in got} == {"minucb"}
+
+
+def test_an_ask_that_waits_too_long_gets_a_local_fallback_point_and_the_plan_still_lands(make_engine) -> None:
+    engine = make_engine(delay=2.0, ask_wait_seconds=0.2)
+    engine.create_study("late", "minimize", SPACE, "minucb", {**LIGHT, "delta": 0.1}, seed=3)
+    started = time.perf_counter()
+    (trial,) = engine.ask("late")["trials"]
+    assert time.perf_counter() - started < 1.5, "the ask did not wait for the whole computation (2 s)"
+    assert trial["source"] == "fallback"
+    settle(engine, "late")
+    view = engine.policy_view("late")
+    assert view["policy_state_version"] == 1 and len(view["planned"]) == 6, "the late plan was kept"
+    assert view["last_policy_error"] is None, "a late policy is no policy error"
+    x_t = view["state"]["x_t"]
+    (planned,) = engine.ask("late")["trials"]
+    assert planned["source"] == "minucb" and planned["params"] == {"a": x_t[0], "b": x_t[1]}
+
+    # once the policy has an iterate, a late point lies in its exploration box
+    for number in (1, 2):
+        engine.tell("late", number, 0.3)
+    engine.settings.ask_wait_seconds = 0.0
+    engine.ask("late", count=5)
+    (late,) = engine.ask("late")["trials"]  # the plan is empty, and the policy takes 2 s for a top-up
+    assert late["source"] == "fallback"
+    assert all(abs(late["params"][k] - x) <= 0.1 + 1e-9 for k, x in zip("ab", x_t, strict=True))
+
+
+def test_two_engines_on_one_database_never_refit_one_study_at_once(db_url: str, make_engine) -> None:
+    """Two processes' engines (each with its own in-process locks): the claim on the study row keeps them apart."""
+    first, second = make_engine(db_url, delay=0.5), make_engine(db_url, delay=0.5)
+    first.create_study("shared", "minimize", SPACE, "minucb", LIGHT, seed=4)
+    jobs = [engine.jobs.start("shared", engine.plan_job, "shared", 1, False) for engine in (first, second)]
+    for job in jobs:
+        job.result(timeout=60)
+    assert first.executor.calls + second.executor.calls == 1
+    view = first.policy_view("shared")
+    assert view["policy_state_version"] == 1 and len(view["planned"]) == 6
+
+
+def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(make_engine) -> None:
+    from datetime import timedelta
+
+    from localbo.storage import repository as repo
+    from localbo.storage.models import utcnow
+
+    engine = make_engine()
+    engine.create_study("claimed", "minimize", SPACE, "minucb", LIGHT, seed=5)
+    with engine.write.begin() as conn:  # another process holds the claim and is computing
+        assert repo.claim_planning(conn, "claimed", "other", utcnow(), utcnow() + timedelta(seconds=60))
+    engine.plan_job("claimed", 1, True)
+    assert engine.executor.calls == 0, "suggest-ahead leaves the study to the process computing it"
+
+    with engine.write.begin() as conn:  # that process died: its claim ran out a second ago
+        repo.renew_planning(conn, "claimed", "other", utcnow() - timedelta(seconds=1))
+    engine.plan_job("claimed", 1, False)
+    assert engine.executor.calls == 1 and len(engine.policy_view("claimed")["planned"]) == 6
+    with engine.db.begin() as conn:
+        assert repo.get_study(conn, "claimed").plan_claim is None, "released after planning"
+
+
+def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    import localbo.engine
+
+    monkeypatch.setattr(localbo.engine, "CLAIM_SECONDS", 0.3)  # renewed every 0.1 s; the refit takes 1.5 s
+    first, second = make_engine(delay=1.5), make_engine()
+    first.create_study("long", "minimize", SPACE, "minucb", LIGHT, seed=6)
+    job = first.jobs.start("long", first.plan_job, "long", 1, False)
+    time.sleep(0.8)  # well past the claim's first life
+    second.plan_job("long", 1, True)
+    job.result(timeout=60)
+    assert (first.executor.calls, second.executor.calls) == (1, 0)
