@@ -63,8 +63,8 @@ CLAIM_SECONDS = 30.0  # a planning claim lasts this long unless renewed: a crash
 class _PlanShort(Exception):
     """The plan holds too few points: roll the transaction back and run the policy."""
 
-    def __init__(self, missing: int) -> None:
-        self.missing = missing
+    def __init__(self, need: int) -> None:
+        self.need = need  # how many points the ask takes from the plan (the plan may hold some of them)
 
 
 @dataclass
@@ -239,7 +239,7 @@ class Engine:
     def ask_step(
         self, name: str, count: int, client_id: str | None, key: str | None, fallback: bool = False
     ) -> dict | int:
-        """One write transaction: serve from the plan, or return how many points are short.
+        """One write transaction: serve from the plan, or return how many points it needs to hold.
 
         With ``fallback`` the points the plan lacks are made up at once (source "fallback").
         """
@@ -261,7 +261,7 @@ class Engine:
                 return response
         except _PlanShort as short:  # rolled back: the points it popped are in the plan again
             self._expiry_checked.pop(name, None)
-            return short.missing
+            return short.need
 
     def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None, fallback: bool = False) -> dict:
         """Hand out ``count`` trials inside the caller's transaction; raises _PlanShort if the plan is short."""
@@ -277,7 +277,7 @@ class Engine:
         planned = [(p.x, p.source) for p in repo.pop_plan(conn, study.id, need)] if need else []
         if len(planned) < need:
             if not fallback:
-                raise _PlanShort(need - len(planned))
+                raise _PlanShort(need)
             planned += self._late_points(study, need - len(planned))
         repo.extend_leases(conn, [r.id for r in mine], lease)
         space = self._space(study)
@@ -336,8 +336,11 @@ class Engine:
             return None
         return self.jobs.start(name, self.plan_job, name, 1, True, weak=True)
 
-    def plan_job(self, name: str, short: int, ahead: bool) -> None:
-        """Make the plan hold at least ``short`` points: compute it, or wait for the process computing it.
+    def plan_job(self, name: str, need: int, ahead: bool) -> None:
+        """Make the plan hold at least ``need`` points: compute the rest, or wait for the process computing it.
+
+        Suggest-ahead leaves partial plans (one point after a tell), so an ask for several points may
+        find some planned: the policy computes only the missing ones, conditioned on those.
 
         ``ahead`` (after a tell): only if the plan is empty and the policy says a suggest makes progress.
         """
@@ -351,7 +354,7 @@ class Engine:
                     if repo.claim_planning(conn, name, token, now, until):
                         break
                     study = self._study(conn, name)
-                    if repo.count_plan(conn, study.id) >= short:
+                    if repo.count_plan(conn, study.id) >= need:
                         return  # another process planned
                 if ahead or time.monotonic() > give_up:
                     return  # another process is computing: it plans, not us
@@ -360,7 +363,7 @@ class Engine:
                 with self.db.begin() as conn:
                     study = self._study(conn, name)
                     in_plan = repo.count_plan(conn, study.id)
-                    if in_plan >= short or (ahead and in_plan):
+                    if in_plan >= need or (ahead and in_plan):
                         return
                     cls = get_policy(study.policy)
                     done, pending = repo.history(conn, study.id) if cls.needs_history else ([], [])
@@ -370,7 +373,7 @@ class Engine:
                     if not cls.plans_now(state, len(done), len(pending)):
                         return
                 with self._renewing(name, token):
-                    plan = self._run_policy(study, done, pending, short)
+                    plan = self._run_policy(study, done, pending, need - in_plan)
                 with self.write.begin() as conn:
                     current = self._study(conn, name, lock=True)
                     if current.policy_state_version == plan.version:
