@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
-from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.global_bo import Acquisition, Context, GlobalConfig, GlobalPolicy, LipschitzConfig, mean_sigma
+from localbo.policies.global_bo import (
+    Acquisition,
+    Context,
+    GlobalConfig,
+    GlobalPolicy,
+    LipschitzConfig,
+    improvement_score,
+    truncated_score,
+)
 from localbo.policies.truncated import truncated_ei
 
 
@@ -29,8 +35,7 @@ class EI(GlobalPolicy):
     Config = GlobalConfig
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        log_ei = LogExpectedImprovement(ctx.model, best_f=torch.tensor(ctx.y_best, dtype=torch.float64), maximize=False)
-        return lambda X: log_ei(X.unsqueeze(-2))
+        return improvement_score(ctx, LogExpectedImprovement)
 
 
 @register
@@ -42,12 +47,4 @@ class TEI(GlobalPolicy):
     lipschitz = True
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        assert ctx.bounds is not None
-        bounds = ctx.bounds
-
-        def score(X: Tensor) -> Tensor:
-            mean, sigma = mean_sigma(ctx.model, X)
-            f_l, f_u = bounds(X)
-            return truncated_ei(mean, sigma, ctx.y_best, f_l, f_u).log()
-
-        return score
+        return truncated_score(ctx, truncated_ei)

@@ -85,6 +85,28 @@ def mean_sigma(model: SingleTaskGP, X: Tensor) -> tuple[Tensor, Tensor]:
     return posterior.mean.reshape(-1), posterior.variance.clamp_min(1e-12).sqrt().reshape(-1)  # as BoTorch
 
 
+def improvement_score(ctx: Context, log_acquisition: type) -> Acquisition:
+    """A BoTorch analytic log-improvement acquisition (EI, PI) on the best observation, minimising."""
+    acq = log_acquisition(ctx.model, best_f=torch.tensor(ctx.y_best, dtype=torch.float64), maximize=False)
+    return lambda X: acq(X.unsqueeze(-2))
+
+
+TruncatedImprovement = Callable[[Tensor, Tensor, float, Tensor, Tensor], Tensor]  # (mean, sigma, y*, f_l, f_u)
+
+
+def truncated_score(ctx: Context, truncated: TruncatedImprovement) -> Acquisition:
+    """The log of a Lipschitz-truncated improvement (TEI, TPI); zero, so rejected, where the bounds allow none."""
+    assert ctx.bounds is not None
+    bounds = ctx.bounds
+
+    def score(X: Tensor) -> Tensor:
+        mean, sigma = mean_sigma(ctx.model, X)
+        f_l, f_u = bounds(X)
+        return truncated(mean, sigma, ctx.y_best, f_l, f_u).log()
+
+    return score
+
+
 class GlobalPolicy(Policy):
     """Base of the global policies: the protocol above; subclasses give ``acquisition``."""
 

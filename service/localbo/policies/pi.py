@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from botorch.acquisition.analytic import LogProbabilityOfImprovement
-from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.global_bo import Acquisition, Context, GlobalConfig, GlobalPolicy, LipschitzConfig, mean_sigma
+from localbo.policies.global_bo import (
+    Acquisition,
+    Context,
+    GlobalConfig,
+    GlobalPolicy,
+    LipschitzConfig,
+    improvement_score,
+    truncated_score,
+)
 from localbo.policies.truncated import truncated_pi
 
 
@@ -27,10 +33,7 @@ class PI(GlobalPolicy):
     Config = GlobalConfig
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        log_pi = LogProbabilityOfImprovement(
-            ctx.model, best_f=torch.tensor(ctx.y_best, dtype=torch.float64), maximize=False
-        )
-        return lambda X: log_pi(X.unsqueeze(-2))
+        return improvement_score(ctx, LogProbabilityOfImprovement)
 
 
 @register
@@ -42,12 +45,4 @@ class TPI(GlobalPolicy):
     lipschitz = True
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        assert ctx.bounds is not None
-        bounds = ctx.bounds
-
-        def score(X: Tensor) -> Tensor:
-            mean, sigma = mean_sigma(ctx.model, X)
-            f_l, f_u = bounds(X)
-            return truncated_pi(mean, sigma, ctx.y_best, f_l, f_u).log()
-
-        return score
+        return truncated_score(ctx, truncated_pi)
