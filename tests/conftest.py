@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,6 +88,24 @@ def make_client(db_url: str):  # noqa: ANN201
 @pytest.fixture
 def api(make_client):  # noqa: ANN001, ANN201
     return make_client()
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run_benchmark(script: str, *args: str, timeout: float = 240, ok: bool = True) -> subprocess.CompletedProcess:
+    """Run ``benchmarks/<script> args`` in a child process; with ``ok``, fail the test unless it exits 0."""
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        cwd=BENCHMARKS.parent,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if ok:
+        tail = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
+        assert done.returncode == 0, f"exit {done.returncode}\n{tail}"
+    return done
 
 
 def unique(prefix: str = "s") -> str:

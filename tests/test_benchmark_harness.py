@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -15,10 +14,10 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "synthetic.py"
 COMMITTED = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from conftest import run_benchmark  # noqa: E402
 from harness.objectives import (  # noqa: E402
     GP_NOISE_VARIANCE,
     best_known,
@@ -41,16 +40,7 @@ def committed_meta() -> dict[str, Any]:
 
 @pytest.mark.live
 def test_smoke_run_writes_csv_markdown_and_plots(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, (
-        f"exit {done.returncode}\nstdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
-    )
+    run_benchmark("synthetic.py", "--smoke", "--out", str(tmp_path), timeout=120)
 
     with (tmp_path / "synthetic.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))

@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import BENCHMARKS, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "asktell_throughput.py"
 COMMITTED = ROOT / "benchmarks" / "results" / "asktell_throughput.json"
 
 
 @pytest.mark.live
 def test_smoke_run_writes_results_with_positive_rates_and_no_errors(tmp_path: Path) -> None:
     before = COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    output = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
-    assert done.returncode == 0, f"exit {done.returncode}\n{output}"
+    run_benchmark("asktell_throughput.py", "--smoke", "--out", str(tmp_path))
 
     data = json.loads((tmp_path / "asktell_throughput.json").read_text())
     assert (tmp_path / "asktell_throughput.md").read_text().startswith("# Ask/tell throughput")
@@ -44,14 +34,10 @@ def test_smoke_run_writes_results_with_positive_rates_and_no_errors(tmp_path: Pa
     assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
 
 
-@pytest.mark.parametrize("script", ["asktell_throughput.py", "synthetic.py"])
+@pytest.mark.parametrize(
+    "script", ["asktell_throughput.py", "synthetic.py", "latency.py", "lipschitz.py", "dashboard.py"]
+)
 def test_smoke_refuses_to_write_into_the_committed_results(script: str) -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--smoke", "--out", str(ROOT / "benchmarks" / "results")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_benchmark(script, "--smoke", "--out", str(BENCHMARKS / "results"), timeout=60, ok=False)
     assert done.returncode == 2
     assert "--smoke does not write into benchmarks/results" in done.stderr
