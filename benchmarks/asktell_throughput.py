@@ -48,7 +48,7 @@ import time
 import uuid
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -56,12 +56,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from localbo.server_process import ServerProcess
+from localbo.server_process import PG_ADMIN_URL, ServerProcess, fresh_database
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
 RESULT_NAME = "asktell_throughput"
-PG_ADMIN_URL = os.environ.get("LOCALBO_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 LOCALBO = "localbo over HTTP"
 OPTUNA = "optuna RDB in-process"
 OPTUNA_DEFAULTS = "optuna RDB in-process, SQLite defaults"
@@ -185,26 +184,6 @@ def pg_available() -> bool:
             return True
     except OSError:
         return False
-
-
-@contextlib.contextmanager
-def fresh_database(backend: str, workdir: Path, label: str) -> Iterator[str]:
-    """A URL to a database made for this run only: an SQLite file, or a new Postgres database."""
-    if backend == "sqlite":
-        yield f"sqlite:///{workdir / f'{label}.db'}"
-        return
-    from sqlalchemy import create_engine, text
-
-    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 # -- localbo over HTTP --------------------------------------------------------------------

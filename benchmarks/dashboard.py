@@ -41,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -55,15 +54,13 @@ import httpx
 from localbo.config import Settings
 from localbo.dashboard import chromium
 from localbo.engine import Engine
-from localbo.server_process import ServerProcess
+from localbo.server_process import ServerProcess, fresh_database
 from localbo.space import SearchSpace
 from localbo.storage import repository as repo
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from sqlalchemy import create_engine, text
 
 RESULT_NAME = "dashboard"
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
-PG_ADMIN_URL = os.environ.get("LOCALBO_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 D = 5
 SPACE = {f"x{i}": {"type": "float", "low": -5.0, "high": 5.0} for i in range(D)}
 GOALS = {"series_s": 1.0, "interactive_s": 3.0}  # the issue's goals for the large study
@@ -90,23 +87,6 @@ class Row:
 
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-@contextmanager
-def database(backend: str, tmp: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp / f'dash-{uuid.uuid4().hex[:6]}.db'}"
-        return
-    name = f"localbo_dash_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def fill(url: str, name: str, n: int, seed: int = 0) -> None:
@@ -318,7 +298,7 @@ def run(backends: list[str], sizes: list[int], repeats: int, tmp: Path, peer: bo
                 progress(describe(rows[-1]))
         for backend in backends:
             for n in sizes:
-                with database(backend, tmp) as url:
+                with fresh_database(backend, tmp, "dash") as url:
                     name = f"bench-{n}"
                     t0 = time.perf_counter()
                     fill(url, name, n)

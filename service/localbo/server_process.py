@@ -8,9 +8,15 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+# Where benchmarks make their throwaway Postgres databases (trust auth on the project's machines).
+PG_ADMIN_URL = os.environ.get("LOCALBO_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
 def free_port() -> int:
@@ -106,3 +112,23 @@ class WorkerProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._log.close()
+
+
+@contextmanager
+def fresh_database(backend: str, workdir: Path, label: str) -> Iterator[str]:
+    """A URL to a database made for this run only: an SQLite file in ``workdir``, or a new Postgres database."""
+    if backend == "sqlite":
+        yield f"sqlite:///{workdir / f'{label}-{uuid.uuid4().hex[:6]}.db'}"
+        return
+    from sqlalchemy import create_engine, text
+
+    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}".replace("-", "_")
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
