@@ -33,6 +33,7 @@ from localbo.policies import gp
 from localbo.policies.acqopt import maximize
 from localbo.policies.base import Policy, PolicyConfig, PolicyConfigError, Suggestion, SuggestRequest
 from localbo.policies.lipschitz import KAPPA, LipschitzBounds, estimate
+from localbo.policies.truncated import accepted
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 RANDOM_BATCH = 1024  # uniform points drawn at once when looking for a Lipschitz-accepted one
@@ -103,6 +104,19 @@ def truncated_score(ctx: Context, truncated: TruncatedImprovement) -> Acquisitio
         mean, sigma = mean_sigma(ctx.model, X)
         f_l, f_u = bounds(X)
         return truncated(mean, sigma, ctx.y_best, f_l, f_u).log()
+
+    return score
+
+
+def accept_reject_score(ctx: Context, value: Acquisition) -> Acquisition:
+    """-value(X) where value(X) lies within the Lipschitz bounds [f_l, f_u], -inf elsewhere (AR-UCB, AR-TS)."""
+    assert ctx.bounds is not None
+    bounds = ctx.bounds
+
+    def score(X: Tensor) -> Tensor:
+        v = value(X)
+        f_l, f_u = bounds(X)
+        return (-v).masked_fill(~accepted(v, f_l, f_u), -math.inf)
 
     return score
 

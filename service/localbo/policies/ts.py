@@ -13,7 +13,6 @@ a new path is drawn for every point (on the GP conditioned on the lies of the po
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 import torch
@@ -24,8 +23,14 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.global_bo import Acquisition, Context, GlobalConfig, GlobalPolicy, LipschitzConfig
-from localbo.policies.truncated import accepted
+from localbo.policies.global_bo import (
+    Acquisition,
+    Context,
+    GlobalConfig,
+    GlobalPolicy,
+    LipschitzConfig,
+    accept_reject_score,
+)
 
 
 class TSConfig(GlobalConfig):
@@ -88,13 +93,4 @@ class ARTS(GlobalPolicy):
     lipschitz = True
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        path = sample_path(ctx, config)
-        assert ctx.bounds is not None
-        bounds = ctx.bounds
-
-        def score(X: Tensor) -> Tensor:
-            value = path(X)
-            f_l, f_u = bounds(X)
-            return (-value).masked_fill(~accepted(value, f_l, f_u), -math.inf)
-
-        return score
+        return accept_reject_score(ctx, sample_path(ctx, config))

@@ -20,8 +20,16 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.global_bo import Acquisition, Context, GlobalConfig, GlobalPolicy, LipschitzConfig, mean_sigma
-from localbo.policies.truncated import accepted, truncated_lcb
+from localbo.policies.global_bo import (
+    Acquisition,
+    Context,
+    GlobalConfig,
+    GlobalPolicy,
+    LipschitzConfig,
+    accept_reject_score,
+    mean_sigma,
+)
+from localbo.policies.truncated import truncated_lcb
 
 
 class UCBConfig(GlobalConfig):
@@ -66,16 +74,12 @@ class ARUCB(GlobalPolicy):
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
         root = math.sqrt(beta_t(config, ctx))
-        assert ctx.bounds is not None
-        bounds = ctx.bounds
 
-        def score(X: Tensor) -> Tensor:
+        def lcb(X: Tensor) -> Tensor:
             mean, sigma = mean_sigma(ctx.model, X)
-            lcb = mean - root * sigma
-            f_l, f_u = bounds(X)
-            return (-lcb).masked_fill(~accepted(lcb, f_l, f_u), -math.inf)
+            return mean - root * sigma
 
-        return score
+        return accept_reject_score(ctx, lcb)
 
 
 @register
