@@ -47,6 +47,17 @@ def beta_t(config: UCBConfig, ctx: Context) -> float:
     return config.beta if config.beta is not None else 0.2 * ctx.dim * math.log(2 * max(ctx.n, 1))
 
 
+def lower_confidence_bound(ctx: Context, config: Any) -> Acquisition:
+    """mu(x) - sqrt(beta_t) sigma(x): the optimistic bound on f when minimising."""
+    root = math.sqrt(beta_t(config, ctx))
+
+    def bound(X: Tensor) -> Tensor:
+        mean, sigma = mean_sigma(ctx.model, X)
+        return mean - root * sigma
+
+    return bound
+
+
 @register
 class UCB(GlobalPolicy):
     """GP-UCB: minimise the lower confidence bound."""
@@ -55,13 +66,8 @@ class UCB(GlobalPolicy):
     Config = UCBConfig
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        root = math.sqrt(beta_t(config, ctx))
-
-        def score(X: Tensor) -> Tensor:
-            mean, sigma = mean_sigma(ctx.model, X)
-            return -(mean - root * sigma)
-
-        return score
+        bound = lower_confidence_bound(ctx, config)
+        return lambda X: -bound(X)
 
 
 @register
@@ -73,13 +79,7 @@ class ARUCB(GlobalPolicy):
     lipschitz = True
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        root = math.sqrt(beta_t(config, ctx))
-
-        def lcb(X: Tensor) -> Tensor:
-            mean, sigma = mean_sigma(ctx.model, X)
-            return mean - root * sigma
-
-        return accept_reject_score(ctx, lcb)
+        return accept_reject_score(ctx, lower_confidence_bound(ctx, config))
 
 
 @register
