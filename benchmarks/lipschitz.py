@@ -45,7 +45,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from harness.objectives import best_known, get_objective, objective_spec  # noqa: E402
-from harness.report import Group, append_csv, groups, load_json, read_csv, run_summary, save_json, start_csv  # noqa: E402
+from harness.report import (  # noqa: E402
+    Group,
+    append_csv,
+    groups,
+    load_json,
+    print_tables,
+    read_csv,
+    run_summary,
+    save_json,
+    start_csv,
+)
 from harness.runners import RunResult, RunSpec  # noqa: E402
 from synthetic import machine, progress, quiet, run_all, versions  # noqa: E402
 
@@ -555,8 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         state["acceptance"] = [acceptance(objective, method, evals) for objective, method in cases]
     save_json(json_path, state)
     write_report(out, state["meta"], state.get("timings", []))
-    md = (out / f"{NAME}.md").read_text().splitlines()
-    print("\n".join(line for line in md if line.startswith(("|", "## "))))
+    print_tables(out / f"{NAME}.md")
     progress(f"wrote {out / (NAME + '.md')}")
     if failures:
         progress(f"{len(failures)} run(s) failed: {', '.join(failures)}")

@@ -56,7 +56,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness.objectives import objective_spec  # noqa: E402
-from harness.report import append_csv, load_json, read_csv, run_summary, save_json, start_csv, write_report  # noqa: E402
+from harness.report import (  # noqa: E402
+    append_csv,
+    load_json,
+    print_tables,
+    read_csv,
+    run_summary,
+    save_json,
+    start_csv,
+    write_report,
+)
 from harness.runners import OPTUNA_METHODS, RunResult, RunSpec, known_methods, run, runner_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -346,8 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"done in {time.monotonic() - t0:.0f} s")
     if csv_path.exists() and len(read_csv(csv_path)):
         write_report(out, args.name, state["meta"], estimate_optimum=not args.no_optimum)
-        md = (out / f"{args.name}.md").read_text().splitlines()
-        print("\n".join(line for line in md if line.startswith(("|", "## "))))
+        print_tables(out / f"{args.name}.md")
         progress(f"wrote {out / (args.name + '.md')}, {csv_path.name}, {json_path.name} and the plots in {out}")
     if failures:
         progress(f"{len(failures)} run(s) failed: {', '.join(failures)}")

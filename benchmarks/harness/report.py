@@ -270,3 +270,9 @@ def plot(path: Path, objective: str, mine: Sequence[Group], fstar: dict[int, flo
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def print_tables(md_path: Path) -> None:
+    """Print a results file's section headings and table rows: the run's summary on the terminal."""
+    lines = md_path.read_text().splitlines()
+    print("\n".join(line for line in lines if line.startswith(("|", "## "))))
