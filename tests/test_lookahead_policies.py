@@ -49,7 +49,7 @@ def discrete_estimate(model: SingleTaskGP, Z: torch.Tensor, C: torch.Tensor, sam
         post = model.posterior(torch.cat([C, Z]))
         mean, cov = post.mean.squeeze(-1).detach(), post.covariance_matrix.detach()
     m = C.shape[0]
-    noise = model.likelihood.noise.reshape(()) * model.outcome_transform.stdvs.reshape(()) ** 2
+    noise = (model.likelihood.noise.reshape(()) * model.outcome_transform.stdvs.reshape(()) ** 2).detach()
     S = cov[m:, m:] + noise * torch.eye(Z.shape[0], dtype=torch.float64)
     a = torch.linalg.solve_triangular(torch.linalg.cholesky(S), cov[m:, :m], upper=False)  # q x m
     sigma = (cov.diagonal()[:m] - a.pow(2).sum(0)).clamp_min(0).sqrt()
