@@ -6,7 +6,9 @@ when the plan runs dry after a batch's results are in: the MAP refit of the GP o
 walk; gibo: the gradient step), and the batch of the next iteration: b = d points (minucb, gibo, mpd:
 greedy exploration, one optimize_acqf each; la-minucb: the one-shot look-ahead of the minimum UCB).
 Also a "top-up" call (one more point while results are out, no fit). The parts (fit, step, batch)
-are timed inside that same call. ``--device cuda`` runs the policies on the GPU.
+are timed inside that same call (wall seconds). The last column is the CPU seconds the process
+spent in the suggest (all its threads): with one thread, what the suggest takes on one quiet core,
+even when the machine is shared. ``--device cuda`` runs the policies on the GPU.
 
 The data: 500 points in boxes x_c +- 0.2 whose centre moves from the middle of the cube towards
 x*, with y = ||x - x*||^2 + 0.1 sum sin(6 x) + N(0, 0.01^2), in the order a local run makes them.
@@ -111,16 +113,16 @@ def time_suggest(
     )
     parts: dict[str, float] = {}
     with timed_parts(parts):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         out = cls().suggest(request)
         synchronize(device)
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     assert out.info["event"] == "step" and out.X.shape[0] >= 1
     top_up = SuggestRequest(**{**request.__dict__, "state": out.state, "X_pending": out.X[-1:]})
     start = time.perf_counter()
     assert cls().suggest(top_up).info["event"] == "top-up"
     synchronize(device)
-    return {"total": total, **parts, "top_up": time.perf_counter() - start, "gp_points": min(window, n)}
+    return {"total": total, "cpu": cpu, **parts, "top_up": time.perf_counter() - start, "gp_points": min(window, n)}
 
 
 def synchronize(device: str) -> None:
@@ -158,7 +160,10 @@ def main() -> None:
             f"{policy} suggest on {args.device}, n = {args.n} observations, config {json.dumps(extra)}; {where}",
             "",
         ]
-        header = "| d | GP points | fit start | suggest (s) | fit | step | batch (b = d points) | top-up, 1 point |"
+        header = (
+            "| d | GP points | fit start | suggest (s) | fit | step | batch (b = d points) | top-up, 1 point "
+            "| suggest, CPU s of this process |"
+        )
         section += [header, "|---" * (header.count("|") - 1) + "|"]
         print("\n".join(section), flush=True)
         for d in args.dims:
@@ -166,7 +171,7 @@ def main() -> None:
                 r = time_suggest(policy, d, args.n, args.n_max, warm, args.device, extra)
                 row = (
                     f"| {d} | {r['gp_points']} | {'warm' if warm else 'cold'} | {r['total']:.1f} | {r['fit']:.1f} "
-                    f"| {r['step']:.2f} | {r['batch']:.1f} | {r['top_up']:.2f} |"
+                    f"| {r['step']:.2f} | {r['batch']:.1f} | {r['top_up']:.2f} | {r['cpu']:.1f} |"
                 )
                 print(row, flush=True)
                 section.append(row)
