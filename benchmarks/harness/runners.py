@@ -74,6 +74,10 @@ class RunSpec:
     url: str | None = None  # the server, for runner "http"
     policy: str | None = None  # the registered policy when ``method`` is a label for a configured variant
     noise_std: float | None = None  # evaluation noise instead of the objective's own (0: noise-free)
+    deadline: float | None = None  # epoch seconds: stop there and keep the evaluations so far (a cut run)
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.time() > self.deadline
 
     @property
     def policy_name(self) -> str:
@@ -212,6 +216,8 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
         return torch.stack(rows) if rows else torch.empty(0, d, dtype=DTYPE)
 
     for _ in range(spec.evals):
+        if spec.out_of_time():
+            break
         if not queue:
             request = SuggestRequest(
                 dim=d,
@@ -319,6 +325,8 @@ def run_optuna(spec: RunSpec, objective: Objective, progress: Progress | None = 
     rec = Recorder(spec, objective, progress)
     study = optuna.create_study(direction=objective.direction, sampler=make_sampler(spec.method, spec.seed))
     for _ in range(spec.evals):
+        if spec.out_of_time():
+            break
         trial = study.ask(distributions)
         x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
         y, f = rec.evaluate(x)

@@ -377,6 +377,8 @@ function renderPolicy(view, data, names, specs) {
       row("last step", `${moved}${step.ucb_t !== undefined ? `; UCB ${fmt(step.ucb_t)} → ${fmt(step.ucb_next)}` : ""}`);
     }
     if (step && step.trace_after !== undefined) row("gradient uncertainty", `trace ${fmt(step.trace_before)} → ${fmt(step.trace_after)} after exploring`);
+    if (step && step.expected_min_ucb !== undefined) row("look-ahead", `expected minimum UCB after the batch ${fmt(step.expected_min_ucb)} (la-minucb)`);
+    if (step && step.walk_steps !== undefined) row("descent walk", `${step.walk_steps} steps; descent probability ${fmt(step.p_start)} → ${fmt(step.p_end)} (mpd)`);
   }
   const lip = st.lipschitz;
   if (lip && typeof lip === "object") {
