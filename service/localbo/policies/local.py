@@ -73,7 +73,9 @@ Scalar = int | float | str
 PATH_FLOATS = 4096  # the iterate path kept in the state: the last PATH_FLOATS / d iterations
 
 
-def _extend_path(path: list[dict[str, Any]], t: int, n: int, x_t: Tensor, info: dict[str, Any]) -> list[dict[str, Any]]:
+def _extend_path(
+    path: list[dict[str, Any]], t: int, n: int, x_t: Tensor, info: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The iterates so far, for people to see: {t, n observations when it went out, x_t, what the step did}."""
     scalars = {k: round(v, 6) if isinstance(v, float) else v for k, v in info.items() if isinstance(v, Scalar)}
     entry = {"t": t, "n": n, "x": [round(v, 6) for v in x_t.tolist()], "info": scalars}
