@@ -168,3 +168,11 @@ def test_continuous_only_policies_refuse_a_finite_space_and_name_the_ones_that_r
             get_policy(name).check_space("finite")
     with pytest.raises(PolicyConfigError):
         get_policy("chaining-ucb").check_space("continuous")
+
+
+def test_the_chaining_bonus_is_the_same_from_stored_pairs_and_from_streamed_blocks() -> None:
+    post, _ = posterior(n_candidates=300)
+    stored = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05)
+    streamed = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05, block=1000, max_pairs=0)
+    assert stored.sizes == streamed.sizes
+    assert torch.equal(stored.bonus, streamed.bonus)

@@ -9,9 +9,10 @@ T_i = T_(i-1) + Greedy-Cover({x : d(x, T_(i-1)) > eps_i}, d, eps_i), and
 H_i = eps_i sqrt(2 log((|T_i| + 1) i^2 t^2 pi^4 / (36 delta))); the bonus of x is the sum of H_i over
 sigma_min <= eps_i < sigma(x). As printed in Algorithm 1; the appendix's proof uses eps_(i-1), i.e. 2 H_i.
 
-``sq_distance(a, b)`` gives |a| x |b| blocks of d^2, so the graph is built one block of rows at a time: its edges are
-kept (as sorted neighbour lists) while they fit in ``max_pairs``, else recomputed row by row when needed,
-so memory stays O(block + max_pairs) at any |X|.
+``sq_distance(a, b)`` gives |a| x |b| blocks of d^2, so no N x N matrix is ever held: one pass keeps the pairs
+within distance 1 (every eps_i <= 1) while they fit in ``max_pairs``, and every level filters them; beyond
+that budget each level streams its graph in blocks and recomputes neighbour rows when needed, so memory
+stays O(block + max_pairs) at any |X|. The greedy loop itself runs on the CPU (a lazy heap, numpy).
 """
 
 from __future__ import annotations
@@ -32,55 +33,55 @@ MAX_PAIRS = 1 << 26  # stored edges (two int64 each): 1 GiB at most
 
 
 class _Graph:
-    """G restricted to ``points`` (local indices): degrees, and neighbour lists kept on the CPU or recomputed."""
+    """G restricted to ``points`` (local indices 0..m-1): degrees, and neighbour lists (stored or recomputed)."""
 
-    def __init__(self, sq_distance: SqDistance, points: Tensor, eps: float, block: int, max_pairs: int) -> None:
-        self.sq_distance, self.points, self.eps2 = sq_distance, points, eps * eps
-        m = points.shape[0]
-        self.rows = max(1, block // m)
-        degree = torch.zeros(m, dtype=torch.long, device=points.device)
-        parts: list[Tensor] | None = []
-        stored = 0
-        for s in range(0, m, self.rows):
-            near = self._near(torch.arange(s, min(s + self.rows, m), device=points.device))  # r x m
-            degree[s : s + near.shape[0]] = near.sum(1)
-            if parts is not None:
-                stored += int(degree[s : s + near.shape[0]].sum())
-                parts = [*parts, near.nonzero()[:, 1].cpu()] if stored <= max_pairs else None  # row-major
-        self.degree = degree.cpu().numpy()
-        self.cols = torch.cat(parts).numpy() if parts is not None else None
-        self.end = np.cumsum(self.degree)
+    def __init__(self, degree: np.ndarray, cols: np.ndarray | None, recompute: Callable[[Tensor], Tensor]) -> None:
+        self.degree, self.cols, self.end = degree, cols, np.cumsum(degree)
+        self.recompute = recompute  # local indices -> their rows of G as booleans, when cols is None
 
     def neighbours(self, local: np.ndarray) -> np.ndarray:
         """The neighbours of the points ``local`` (repeats across points kept), one flat array."""
         if self.cols is not None:
             cols, end, degree = self.cols, self.end, self.degree
             return np.concatenate([cols[end[i] - degree[i] : end[i]] for i in local.tolist()] or [np.zeros(0, int)])
-        out = [np.zeros(0, dtype=np.int64)]
-        index = torch.as_tensor(local, device=self.points.device)
-        for s in range(0, index.shape[0], self.rows):
-            out.append(self._near(index[s : s + self.rows]).nonzero()[:, 1].cpu().numpy())
-        return np.concatenate(out)
-
-    def _near(self, local: Tensor) -> Tensor:
-        """|local| x m: G's rows; each point is its own neighbour, whatever rounding says."""
-        near = self.sq_distance(self.points[local], self.points) <= self.eps2
-        near[torch.arange(local.shape[0], device=local.device), local] = True
-        return near
+        return self.recompute(torch.as_tensor(local)).nonzero()[:, 1].cpu().numpy()
 
 
-def greedy_cover(
-    sq_distance: SqDistance, points: Tensor, eps: float, block: int = BLOCK_ELEMENTS, max_pairs: int = MAX_PAIRS
-) -> Tensor:
-    """Algorithm 2: the centres (candidate indices, a subset of ``points``) of a greedy eps-cover of ``points``.
+def _blocks_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: int, max_pairs: int) -> _Graph:
+    """G on ``points`` from blocks of distances: its edges kept while there are at most ``max_pairs``."""
+    m = points.shape[0]
+    rows = max(1, block // m)
+    eps2 = eps * eps
+
+    def near(local: Tensor) -> Tensor:  # |local| x m; each point is its own neighbour, whatever rounding says
+        local = local.to(points.device)
+        out = []
+        for s in range(0, local.shape[0], rows):
+            part = local[s : s + rows]
+            is_near = sq_distance(points[part], points) <= eps2
+            is_near[torch.arange(part.shape[0], device=points.device), part] = True
+            out.append(is_near)
+        return torch.cat(out) if out else torch.zeros(0, m, dtype=torch.bool, device=points.device)
+
+    degree = torch.zeros(m, dtype=torch.long, device=points.device)
+    parts: list[Tensor] | None = []
+    stored = 0
+    for s in range(0, m, rows):
+        block_near = near(torch.arange(s, min(s + rows, m), device=points.device))
+        degree[s : s + block_near.shape[0]] = block_near.sum(1)
+        if parts is not None:
+            stored += int(degree[s : s + block_near.shape[0]].sum())
+            parts = [*parts, block_near.nonzero()[:, 1].cpu()] if stored <= max_pairs else None  # row-major
+    cols = torch.cat(parts).numpy() if parts is not None else None
+    return _Graph(degree.cpu().numpy(), cols, near)
+
+
+def _greedy(graph: _Graph, m: int) -> np.ndarray:
+    """Algorithm 2 on a graph of m points: the local indices of the centres.
 
     Exact greedy with lazy evaluation: scores only fall, so a popped point whose score is still current is
     the argmax (ties: the lowest index, as argmax).
     """
-    m = points.shape[0]
-    if m == 0:
-        return points
-    graph = _Graph(sq_distance, points, eps, block, max_pairs)
     score = graph.degree.copy()  # uncovered points each point would cover, itself included
     uncovered = np.ones(m, dtype=bool)
     heap = [(-int(d), i) for i, d in enumerate(score.tolist())]
@@ -103,7 +104,62 @@ def greedy_cover(
         uncovered[newly] = False
         centres.append(c)
         np.subtract.at(score, graph.neighbours(newly), 1)  # a covered point no longer counts for its neighbours
-    return points[torch.tensor(sorted(centres), dtype=torch.long, device=points.device)]
+    return np.array(sorted(centres), dtype=np.int64)
+
+
+def greedy_cover(
+    sq_distance: SqDistance, points: Tensor, eps: float, block: int = BLOCK_ELEMENTS, max_pairs: int = MAX_PAIRS
+) -> Tensor:
+    """Algorithm 2: the centres (candidate indices, a subset of ``points``) of a greedy eps-cover of ``points``."""
+    m = points.shape[0]
+    if m == 0:
+        return points
+    local = _greedy(_blocks_graph(sq_distance, points, eps, block, max_pairs), m)
+    return points[torch.as_tensor(local, device=points.device)]
+
+
+@dataclass
+class _Edges:
+    """The pairs (a, b) with d(a, b) <= 1, both ways, sorted by a, with d^2: every level's graph is a subset."""
+
+    a: Tensor
+    b: Tensor
+    d2: Tensor
+
+
+def _edges_within_one(
+    sq_distance: SqDistance, n: int, device: torch.device, block: int, max_pairs: int
+) -> _Edges | None:
+    """One pass over all pairs; None when more than ``max_pairs`` pairs lie within 1 (then levels recompute)."""
+    rows = max(1, block // n)
+    everyone = torch.arange(n, device=device)
+    a_parts, b_parts, d_parts, stored = [], [], [], 0
+    for s in range(0, n, rows):
+        part = everyone[s : s + rows]
+        d2 = sq_distance(part, everyone)
+        d2[torch.arange(part.shape[0], device=device), part] = 0.0  # itself, whatever rounding says
+        i, j = (d2 <= 1.0).nonzero(as_tuple=True)
+        stored += i.shape[0]
+        if stored > max_pairs:
+            return None
+        a_parts.append(part[i])
+        b_parts.append(j)
+        d_parts.append(d2[i, j])
+    return _Edges(torch.cat(a_parts), torch.cat(b_parts), torch.cat(d_parts))
+
+
+def _edges_graph(edges: _Edges, far: Tensor, eps: float) -> tuple[_Graph, Tensor]:
+    """G on the points ``far`` (a mask over all candidates) at ``eps``, from the stored edges; and the points."""
+    points = far.nonzero()[:, 0]
+    local = torch.cumsum(far.long(), 0) - 1  # candidate index -> local index
+    keep = far[edges.a] & far[edges.b] & (edges.d2 <= eps * eps)
+    a, b = local[edges.a[keep]], local[edges.b[keep]]  # still sorted by a
+    degree = torch.bincount(a, minlength=points.shape[0])
+
+    def never(local: Tensor) -> Tensor:
+        raise AssertionError("stored edges are never recomputed")
+
+    return _Graph(degree.cpu().numpy(), b.cpu().numpy(), never), points
 
 
 @dataclass
@@ -134,6 +190,8 @@ def chaining_bonus(
     """Algorithm 1, step 2 and the sum of step 3: hierarchical greedy covers of all N candidates.
 
     sigma: N posterior standard deviations; sq_distance(a, b): the posterior pseudo-distance d_t, squared.
+    Every eps_i <= 1, so one pass keeps the pairs within 1 and each level filters them; when those are more
+    than ``max_pairs``, each level computes its own graph in blocks (``greedy_cover``).
     """
     n = sigma.shape[0]
     device = sigma.device
@@ -141,23 +199,43 @@ def chaining_bonus(
     levels = math.ceil(1.0 - math.log2(sigma_min))
     to_centres = torch.full((n,), math.inf, dtype=sigma.dtype, device=device)  # d(x, T_(i-1))^2
     everyone = torch.arange(n, device=device)
+    edges = _edges_within_one(sq_distance, n, device, block, max_pairs)
     size, eps_list, sizes, H = 0, [], [], []
     for i in range(1, levels + 1):
         eps = 2.0 ** (1 - i)
-        far = everyone[to_centres > eps * eps]
-        centres = greedy_cover(sq_distance, far, eps, block, max_pairs)
+        far = to_centres > eps * eps
+        if edges is not None:
+            graph, points = _edges_graph(edges, far, eps)
+            centres = points[torch.as_tensor(_greedy(graph, points.shape[0]), device=device)]
+        else:
+            centres = greedy_cover(sq_distance, everyone[far], eps, block, max_pairs)
         size += centres.shape[0]
         eps_list.append(eps)
         sizes.append(size)
         H.append(eps * math.sqrt(2.0 * log_term(size, i, t, delta)))
         if i < levels:  # the next level needs d(x, T_i)
-            rows = max(1, block // n)
-            for s in range(0, centres.shape[0], rows):
-                d2 = sq_distance(centres[s : s + rows], everyone).min(0).values.to(sigma.dtype)
-                to_centres = torch.minimum(to_centres, d2)
-            to_centres[centres] = 0.0
+            to_centres = _closer(to_centres, centres, edges, sq_distance, everyone, block)
     eps_t = torch.tensor(eps_list, dtype=sigma.dtype, device=device)
     H_t = torch.tensor(H, dtype=sigma.dtype, device=device)
     counts = (eps_t[None, :] >= sigma_min) & (eps_t[None, :] < sigma[:, None])  # N x levels
     bonus = (counts.to(sigma.dtype) * H_t).sum(1)
     return Chaining(eps_list, sizes, H, sigma_min, bonus)
+
+
+def _closer(
+    to_centres: Tensor, centres: Tensor, edges: _Edges | None, sq_distance: SqDistance, everyone: Tensor, block: int
+) -> Tensor:
+    """min(d(x, T)^2, d(x, centres)^2) for every x (beyond 1 it stays as it was: no level looks that far)."""
+    out = to_centres.clone()
+    if edges is not None:
+        is_centre = torch.zeros_like(out, dtype=torch.bool)
+        is_centre[centres] = True
+        mine = is_centre[edges.a]
+        out.scatter_reduce_(0, edges.b[mine], edges.d2[mine].to(out.dtype), reduce="amin")
+    else:
+        rows = max(1, block // everyone.shape[0])
+        for s in range(0, centres.shape[0], rows):
+            d2 = sq_distance(centres[s : s + rows], everyone).min(0).values.to(out.dtype)
+            out = torch.minimum(out, d2)
+    out[centres] = 0.0
+    return out
