@@ -46,18 +46,25 @@ def install(app: FastAPI) -> None:
 
 
 class BodySizeLimit:
-    """Refuses request bodies over ``limit`` bytes with a 413, before they are parsed."""
+    """Refuses request bodies over ``limit`` bytes with a 413, before they are parsed.
 
-    def __init__(self, app: Any, limit: int) -> None:
+    A study creation may be larger (``create_limit``): a finite space carries its candidates.
+    """
+
+    def __init__(self, app: Any, limit: int, create_limit: int | None = None) -> None:
         self.app = app
-        self.limit = limit
+        self.default_limit = limit
+        self.create_limit = create_limit or limit
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        creating = scope.get("method") == "POST" and scope.get("path", "").rstrip("/") == "/api/v1/studies"
+        limit = self.create_limit if creating else self.default_limit
+        setting = "LOCALBO_MAX_CREATE_BYTES" if creating else "LOCALBO_MAX_BODY_BYTES"
         length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            return await self._refuse(send)
+        if length is not None and length.isdigit() and int(length) > limit:
+            return await self._refuse(send, limit, setting)
         seen = 0
 
         async def limited_receive() -> dict:
@@ -65,15 +72,16 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
+                if seen > limit:
                     # an HTTPException passes through FastAPI's body reader unchanged
-                    raise HTTPException(413, self._detail())
+                    raise HTTPException(413, self._detail(limit, setting))
             return message
 
         await self.app(scope, limited_receive, send)
 
-    def _detail(self) -> str:
-        return f"body: larger than the limit of {self.limit} bytes (LOCALBO_MAX_BODY_BYTES)"
+    @staticmethod
+    def _detail(limit: int, setting: str) -> str:
+        return f"body: larger than the limit of {limit} bytes ({setting})"
 
-    async def _refuse(self, send: Any) -> None:
-        await JSONResponse({"detail": self._detail()}, status_code=413)({"type": "http"}, None, send)
+    async def _refuse(self, send: Any, limit: int, setting: str) -> None:
+        await JSONResponse({"detail": self._detail(limit, setting)}, status_code=413)({"type": "http"}, None, send)

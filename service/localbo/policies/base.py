@@ -83,6 +83,7 @@ class FiniteSpace:
     X_index: torch.Tensor  # n (long), the candidate of each completed row of X
     pending_index: torch.Tensor  # m (long), the candidates asked or planned, not yet told
     allow_repeats: bool = False
+    blocked_index: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))  # failed: not again
     kernel: torch.Tensor | None = None  # N x N prior covariance over candidate ids
     features: torch.Tensor | None = None  # N x p, prior covariance F F^T (rows of unit norm: k(x, x) = 1)
 

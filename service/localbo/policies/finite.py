@@ -35,6 +35,7 @@ def available(space: FiniteSpace, chosen: list[int]) -> Tensor:
     if not space.allow_repeats:
         free[space.X_index.to(free.device)] = False
         free[space.pending_index.to(free.device)] = False
+        free[space.blocked_index.to(free.device)] = False
         if chosen:
             free[torch.tensor(chosen, device=free.device)] = False
     return free
