@@ -8,9 +8,9 @@ S_n = max f - max_{i <= n} f(x_i) (noise-free f) against the evaluation n:
                 exact: the kernel of a grid is a Kronecker product); the policies know the kernel (lengthscale
                 1/20 in the unit square, outputscale 1, noise 0.05).
     himmelblau  f = -H(x, y)/100 + (x + y)/10 on the 100 x 100 grid of [-5, 5]^2 (Himmelblau's four maxima,
-                tilted by a linear trend so that (3, 2) is the global one); SE kernel whose bandwidth and
-                outputscale maximise the marginal likelihood of 300 noisy values at random candidates
-                (fitted once per run), noise 0.05 known.
+                tilted by a linear trend so that (3, 2) is the global one), scaled to mean 0 and std 1 over
+                the grid; SE kernel (outputscale 1, noise 0.05) whose bandwidth maximises the marginal
+                likelihood of 300 noisy values at random candidates (fitted once per run).
     graphs      10^4 random directed graphs with 5..19 nodes (edge probability 0.1..0.5, at least one edge);
                 the shortest-path kernel with a delta kernel on path lengths, normalised so k(g, g) = 1, i.e.
                 the cosine of the graphs' histograms of shortest-path lengths (Borgwardt and Kriegel; Floyd-
@@ -97,21 +97,19 @@ def himmelblau(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (x.square() + y - 11).square() + (x + y.square() - 7).square()
 
 
-def ml_fit(X: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """(lengthscale, outputscale) of an isotropic SE kernel maximising the marginal likelihood, noise NOISE."""
+def ml_bandwidth(X: torch.Tensor, y: torch.Tensor) -> float:
+    """The bandwidth of an isotropic SE kernel (outputscale 1, noise NOISE) maximising the marginal likelihood."""
     r2 = torch.cdist(X, X).square()
     eye = torch.eye(X.shape[0], dtype=torch.float64)
-    best, arg = -math.inf, (0.1, 1.0)
-    for ls in torch.logspace(-2, 0, 41, dtype=torch.float64).tolist():
-        K = torch.exp(-0.5 * r2 / ls**2)
-        for s in torch.logspace(-2, 2, 41, dtype=torch.float64).tolist():
-            L, info = torch.linalg.cholesky_ex(s * K + NOISE**2 * eye)
-            if int(info):
-                continue
-            z = torch.linalg.solve_triangular(L, y.reshape(-1, 1), upper=False)
-            ll = -0.5 * float(z.square().sum()) - float(L.diagonal().log().sum())
-            if ll > best:
-                best, arg = ll, (ls, s)
+    best, arg = -math.inf, 0.1
+    for ls in torch.logspace(-2, 0, 81, dtype=torch.float64).tolist():
+        L, info = torch.linalg.cholesky_ex(torch.exp(-0.5 * r2 / ls**2) + NOISE**2 * eye)
+        if int(info):
+            continue
+        z = torch.linalg.solve_triangular(L, y.reshape(-1, 1), upper=False)
+        ll = -0.5 * float(z.square().sum()) - float(L.diagonal().log().sum())
+        if ll > best:
+            best, arg = ll, ls
     return arg
 
 
@@ -120,13 +118,13 @@ def task_himmelblau(size: int, run: int) -> Task:
     axis, candidates = grid(side, -5.0, 5.0)
     x, y = torch.cartesian_prod(axis, axis).unbind(-1)
     f = -himmelblau(x, y) / 100.0 + (x + y) / 10.0
-    f = f - f.mean()  # the GP's prior mean is 0; a constant shift changes no regret
+    f = (f - f.mean()) / f.std()  # the scale of a unit-variance prior (Algorithm 1's eps_1 = 1 assumes it)
     generator = torch.Generator().manual_seed(2000 + run)
     subset = torch.randperm(f.shape[0], generator=generator)[:300]
     noisy = f[subset] + NOISE * torch.randn(300, generator=generator, dtype=torch.float64)
-    ls, s = ml_fit(candidates[subset], noisy)
-    config = {"lengthscale": ls, "outputscale": s, "noise_std": NOISE}
-    return Task("himmelblau", candidates, f, config, notes={"ml_lengthscale": ls, "ml_outputscale": s})
+    ls = ml_bandwidth(candidates[subset], noisy)
+    config = {"lengthscale": ls, "outputscale": 1.0, "noise_std": NOISE}
+    return Task("himmelblau", candidates, f, config, notes={"ml_lengthscale": ls})
 
 
 def path_length_histograms(count: int, seed: int, max_nodes: int = 19) -> torch.Tensor:
@@ -210,21 +208,27 @@ def run_all(args: argparse.Namespace, out: Path) -> None:
     path = out / "chaining.csv"
     with path.open("w", newline="") as fh:
         csv.DictWriter(fh, fieldnames=COLUMNS).writeheader()
-    jobs = [(t, r, args.size, args.iters, args.methods, args.device) for t in args.tasks for r in range(args.runs)]
-    notes = []
+    # run by run, so that a run cut short leaves every task with the same number of runs
+    jobs = [(t, r, args.size, args.iters, args.methods, args.device) for r in range(args.runs) for t in args.tasks]
+    notes: list[dict[str, Any]] = []
     started = time.perf_counter()
+
+    def save_settings() -> None:
+        settings = {
+            "size": args.size, "iters": args.iters, "runs": args.runs, "tasks": args.tasks, "methods": args.methods,
+            "noise": NOISE, "n_init": N_INIT, "delta": 0.05, "device": args.device, "machine": machine(args.device),
+            "wall_s": time.perf_counter() - started, "notes": notes, "jobs": args.jobs,
+        }  # fmt: skip
+        (out / "chaining.json").write_text(json.dumps(settings, indent=1))
+
+    save_settings()
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
         for k, (rows, note) in enumerate(pool.map(run_one, jobs), 1):
             with path.open("a", newline="") as fh:
                 csv.DictWriter(fh, fieldnames=COLUMNS).writerows(rows)
             notes.append(note)
+            save_settings()
             print(f"[{time.perf_counter() - started:.0f} s] {k}/{len(jobs)} {note}", file=sys.stderr, flush=True)
-    settings = {
-        "size": args.size, "iters": args.iters, "runs": args.runs, "tasks": args.tasks, "methods": args.methods,
-        "noise": NOISE, "n_init": N_INIT, "delta": 0.05, "device": args.device, "machine": machine(args.device),
-        "wall_s": time.perf_counter() - started, "notes": notes,
-    }  # fmt: skip
-    (out / "chaining.json").write_text(json.dumps(settings, indent=1))
 
 
 # -- time per suggest -----------------------------------------------------------------------------------------
@@ -301,10 +305,13 @@ def report(out: Path) -> Path:
             by[(row["task"], row["method"])][int(row["n"])].append(float(row["regret"]))
             if int(row["n"]) > N_INIT:
                 cost[(row["task"], row["method"])].append(float(row["suggest_s"]))
+    final_n = N_INIT + settings["iters"]
+    runs = min((len(by[k][final_n]) for k in by), default=0)
     lines = [
         "# Chaining-UCB on finite spaces (Contal, Malherbe, Vayatis, sec. 4)",
         "",
-        f"{settings['runs']} runs per task, |X| = {settings['size']}, {N_INIT} initial points + {settings['iters']} "
+        f"{runs} runs per task (of {settings['runs']} planned), |X| = {settings['size']}, "
+        f"{N_INIT} initial points + {settings['iters']} "
         f"suggestions, noise std {NOISE}, delta = 0.05. Machine: {settings['machine']} "
         f"(device `{settings['device']}`); "
         f"wall time {settings['wall_s']:.0f} s. Simple regret S_n = max f - max_(i <= n) f(x_i), mean +- standard "
@@ -313,7 +320,6 @@ def report(out: Path) -> Path:
         "| task | method | S_20 | S_50 | S_final | runs where it is best at the end | s per suggest (mean) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    final_n = N_INIT + settings["iters"]
     for task in settings["tasks"]:
         finals = {m: np.array(by[(task, m)][final_n]) for m in settings["methods"]}
         for method in settings["methods"]:
@@ -336,7 +342,7 @@ def report(out: Path) -> Path:
         ax.set_yscale("log")
         ax.set_xlabel("evaluation n")
         ax.set_ylabel("simple regret (mean, +- s.e.)")
-        ax.set_title(f"{task}: |X| = {settings['size']}, {settings['runs']} runs")
+        ax.set_title(f"{task}: |X| = {settings['size']}, {runs} runs")
         ax.legend()
         fig.tight_layout()
         fig.savefig(out / f"chaining_{task}.png", dpi=110)
