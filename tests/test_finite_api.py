@@ -146,3 +146,19 @@ def test_a_large_space_is_created_in_one_request_and_served_from_the_cache(api) 
         "x": {"type": "float", "low": 0, "high": 999},
         "y": {"type": "float", "low": 0, "high": 99},
     }
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_only_a_finite_space_may_exceed_the_body_limit_at_creation_and_only_up_to_its_own(make_client) -> None:  # noqa: ANN001
+    small = make_client(max_body_bytes=2000, max_create_bytes=20_000)
+    finite = {"kind": "finite", "candidates": grid_candidates(6)}  # about 2.5 kB
+    r = small.post("/api/v1/studies", json={"name": unique(), "space": finite, "policy": "random"})
+    assert r.status_code == 201, r.text
+    padded = {"x": {"type": "float", "low": 0, "high": 1}}
+    name = unique()
+    r = small.post("/api/v1/studies", json={"name": name, "space": padded, "metadata": {"pad": "z" * 5000}})
+    assert r.status_code == 413 and "LOCALBO_MAX_BODY_BYTES" in r.json()["detail"]
+    huge = {"kind": "finite", "candidates": grid_candidates(40)}
+    r = small.post("/api/v1/studies", json={"name": name, "space": huge, "policy": "random"})
+    assert r.status_code == 413 and "20000 bytes (LOCALBO_MAX_CREATE_BYTES)" in r.json()["detail"]
+    assert small.get(f"/api/v1/studies/{name}").status_code == 404

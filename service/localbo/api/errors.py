@@ -48,7 +48,8 @@ def install(app: FastAPI) -> None:
 class BodySizeLimit:
     """Refuses request bodies over ``limit`` bytes with a 413, before they are parsed.
 
-    A study creation may be larger (``create_limit``): a finite space carries its candidates.
+    A study creation may reach ``create_limit`` (a finite space carries its candidates); the route then
+    holds any other creation to ``limit`` (``check_create_size``), so only finite spaces get the room.
     """
 
     def __init__(self, app: Any, limit: int, create_limit: int | None = None) -> None:
@@ -72,12 +73,19 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
+                scope.setdefault("state", {})["body_bytes"] = seen
                 if seen > limit:
                     # an HTTPException passes through FastAPI's body reader unchanged
                     raise HTTPException(413, self._detail(limit, setting))
             return message
 
         await self.app(scope, limited_receive, send)
+
+    @staticmethod
+    def check_create_size(body_bytes: int | None, limit: int) -> None:
+        """A creation whose space is not finite gets the ordinary limit (the middleware allowed the larger one)."""
+        if body_bytes is not None and body_bytes > limit:
+            raise HTTPException(413, BodySizeLimit._detail(limit, "LOCALBO_MAX_BODY_BYTES"))
 
     @staticmethod
     def _detail(limit: int, setting: str) -> str:

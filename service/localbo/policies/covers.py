@@ -35,16 +35,23 @@ MAX_PAIRS = 1 << 26  # stored edges (two int64 each): 1 GiB at most
 class _Graph:
     """G restricted to ``points`` (local indices 0..m-1): degrees, and neighbour lists (stored or recomputed)."""
 
-    def __init__(self, degree: np.ndarray, cols: np.ndarray | None, recompute: Callable[[Tensor], Tensor]) -> None:
+    def __init__(
+        self, degree: np.ndarray, cols: np.ndarray | None, recompute: Callable[[Tensor], Tensor], rows: int = 1
+    ) -> None:
         self.degree, self.cols, self.end = degree, cols, np.cumsum(degree)
         self.recompute = recompute  # local indices -> their rows of G as booleans, when cols is None
+        self.rows = rows  # rows recomputed at once
 
     def neighbours(self, local: np.ndarray) -> np.ndarray:
         """The neighbours of the points ``local`` (repeats across points kept), one flat array."""
         if self.cols is not None:
             cols, end, degree = self.cols, self.end, self.degree
             return np.concatenate([cols[end[i] - degree[i] : end[i]] for i in local.tolist()] or [np.zeros(0, int)])
-        return self.recompute(torch.as_tensor(local)).nonzero()[:, 1].cpu().numpy()
+        index = torch.as_tensor(local)
+        parts = [np.zeros(0, dtype=np.int64)]
+        for s in range(0, index.shape[0], self.rows):  # one block of rows at a time: memory stays O(block)
+            parts.append(self.recompute(index[s : s + self.rows]).nonzero()[:, 1].cpu().numpy())
+        return np.concatenate(parts)
 
 
 def _blocks_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: int, max_pairs: int) -> _Graph:
@@ -53,15 +60,11 @@ def _blocks_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: in
     rows = max(1, block // m)
     eps2 = eps * eps
 
-    def near(local: Tensor) -> Tensor:  # |local| x m; each point is its own neighbour, whatever rounding says
+    def near(local: Tensor) -> Tensor:  # |local| x m (|local| <= rows); each point is its own neighbour
         local = local.to(points.device)
-        out = []
-        for s in range(0, local.shape[0], rows):
-            part = local[s : s + rows]
-            is_near = sq_distance(points[part], points) <= eps2
-            is_near[torch.arange(part.shape[0], device=points.device), part] = True
-            out.append(is_near)
-        return torch.cat(out) if out else torch.zeros(0, m, dtype=torch.bool, device=points.device)
+        is_near = sq_distance(points[local], points) <= eps2
+        is_near[torch.arange(local.shape[0], device=points.device), local] = True
+        return is_near
 
     degree = torch.zeros(m, dtype=torch.long, device=points.device)
     parts: list[Tensor] | None = []
@@ -73,7 +76,7 @@ def _blocks_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: in
             stored += int(degree[s : s + block_near.shape[0]].sum())
             parts = [*parts, block_near.nonzero()[:, 1].cpu()] if stored <= max_pairs else None  # row-major
     cols = torch.cat(parts).numpy() if parts is not None else None
-    return _Graph(degree.cpu().numpy(), cols, near)
+    return _Graph(degree.cpu().numpy(), cols, near, rows)
 
 
 def _greedy(graph: _Graph, m: int) -> np.ndarray:
