@@ -206,18 +206,25 @@ def run_one(args: tuple[str, int, int, int, list[str], str]) -> tuple[list[dict[
 
 def run_all(args: argparse.Namespace, out: Path) -> None:
     path = out / "chaining.csv"
-    with path.open("w", newline="") as fh:
-        csv.DictWriter(fh, fieldnames=COLUMNS).writeheader()
-    # run by run, so that a run cut short leaves every task with the same number of runs
-    jobs = [(t, r, args.size, args.iters, args.methods, args.device) for r in range(args.runs) for t in args.tasks]
     notes: list[dict[str, Any]] = []
+    earlier_s = 0.0
+    if args.first_run == 0:
+        with path.open("w", newline="") as fh:
+            csv.DictWriter(fh, fieldnames=COLUMNS).writeheader()
+    else:  # more runs of the same settings, appended
+        earlier = json.loads((out / "chaining.json").read_text())
+        notes, earlier_s = earlier["notes"], earlier["wall_s"]
+    # run by run, so that a run cut short leaves every task with the same number of runs
+    runs = range(args.first_run, args.first_run + args.runs)
+    jobs = [(t, r, args.size, args.iters, args.methods, args.device) for r in runs for t in args.tasks]
     started = time.perf_counter()
 
     def save_settings() -> None:
         settings = {
-            "size": args.size, "iters": args.iters, "runs": args.runs, "tasks": args.tasks, "methods": args.methods,
+            "size": args.size, "iters": args.iters, "runs": args.first_run + args.runs, "tasks": args.tasks,
+            "methods": args.methods,
             "noise": NOISE, "n_init": N_INIT, "delta": 0.05, "device": args.device, "machine": machine(args.device),
-            "wall_s": time.perf_counter() - started, "notes": notes, "jobs": args.jobs,
+            "wall_s": earlier_s + time.perf_counter() - started, "notes": notes, "jobs": args.jobs,
         }  # fmt: skip
         (out / "chaining.json").write_text(json.dumps(settings, indent=1))
 
@@ -338,8 +345,8 @@ def report(out: Path) -> Path:
             mean = np.array([np.mean(by[(task, method)][n]) for n in ns])
             se = np.array([np.std(by[(task, method)][n], ddof=1) / math.sqrt(len(by[(task, method)][n])) for n in ns])
             ax.plot(ns, mean, label=method, color=colour)
-            ax.fill_between(ns, np.maximum(mean - se, 1e-6), mean + se, color=colour, alpha=0.2)
-        ax.set_yscale("log")
+            ax.fill_between(ns, np.maximum(mean - se, 0.0), mean + se, color=colour, alpha=0.2)
+        ax.set_yscale("symlog", linthresh=1e-3)  # a regret of 0 (the optimum found) stays on the plot
         ax.set_xlabel("evaluation n")
         ax.set_ylabel("simple regret (mean, +- s.e.)")
         ax.set_title(f"{task}: |X| = {settings['size']}, {runs} runs")
@@ -371,6 +378,7 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--runs", type=int, default=16)
+    parser.add_argument("--first-run", type=int, default=0, help="> 0: append runs first-run.. to the CSV")
     parser.add_argument("--iters", type=int, default=100, help="suggestions after the initial points")
     parser.add_argument("--size", type=int, default=10_000, help="|X|")
     parser.add_argument("--device", default="cpu")
