@@ -163,3 +163,17 @@ def test_a_lipschitz_policy_shows_its_l_estimate_in_words(server: ServerProcess,
     open_page(page, server.url, f"#/study/{name}", view="study")
     policy = page.locator("#policy").inner_text()
     assert "Lipschitz constant L" in policy and "largest observed slope" in policy and "t = 4" in policy, policy
+
+
+def test_a_finite_space_study_page_draws_its_charts_without_errors(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("finite")
+    candidates = [{"id": f"p{i}", "params": {"a": i % 4, "b": i // 4}} for i in range(16)]
+    space = {"kind": "finite", "candidates": candidates}
+    api.post("studies", {"name": name, "space": space, "policy": "ucb", "seed": 3, "policy_config": {"n_init": 3}})
+    for k in range(5):
+        api.tell(name, api.ask(name)["number"], float(k))
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    assert page.get_by_test_id("n-complete").inner_text() == "5"
+    for chart in ("history", "parallel"):
+        assert int(page.locator(f"#{chart}").get_attribute("data-drawn")) > 0, chart
+    assert "2 parameters (a, b)" in page.locator("#meta").inner_text()

@@ -18,6 +18,7 @@ from localbo_client.errors import (
     TooLarge,
     Unauthorized,
 )
+from localbo_client.spaces import finite_space, finite_space_from_csv
 
 __all__ = [
     "BadRequest",
@@ -31,5 +32,7 @@ __all__ = [
     "TooLarge",
     "Trial",
     "Unauthorized",
+    "finite_space",
+    "finite_space_from_csv",
 ]
 __version__ = "0.1.0"

@@ -35,6 +35,7 @@ class Trial:
     reason: str | None = None
     source: str = ""
     lease_expires_at: datetime | None = None
+    candidate: str | None = None  # finite spaces: the id of the candidate
     study: Study | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -48,6 +49,7 @@ class Trial:
             reason=data.get("reason"),
             source=data.get("source", ""),
             lease_expires_at=datetime.fromisoformat(lease.replace("Z", "+00:00")) if lease else None,
+            candidate=data.get("candidate"),
             study=study,
         )
 
@@ -145,7 +147,7 @@ class Client:
     def create_study(
         self,
         name: str,
-        space: dict[str, dict[str, Any]],
+        space: dict[str, Any],
         direction: str = "minimize",
         policy: str = "sobol",
         policy_config: dict[str, Any] | None = None,

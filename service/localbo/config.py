@@ -28,6 +28,9 @@ class Settings(BaseSettings):
         default=86_400.0, gt=0, description="How long a retried ask still gets its first answer back"
     )
     max_body_bytes: int = Field(default=1_000_000, gt=0, description="Largest request body")
+    max_create_bytes: int = Field(
+        default=64_000_000, gt=0, description="Largest body of a study creation (a finite space's candidates)"
+    )
     max_ask_count: int = Field(default=1000, gt=0, description="Largest count of one ask")
     sqlite_synchronous: str = Field(
         default="NORMAL",

@@ -42,8 +42,10 @@ from sqlalchemy.exc import IntegrityError
 
 from localbo.config import Settings
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
+from localbo.finite_space import Candidates, is_finite_spec, parse_finite
 from localbo.planner import Jobs
 from localbo.policies import PolicyConfigError, SuggestRequest, get_policy, registry
+from localbo.policies.base import FiniteSpace
 from localbo.space import SearchSpace, SpaceError
 from localbo.storage import repository as repo
 from localbo.storage.db import make_engine, upgrade, writer
@@ -70,7 +72,7 @@ class _PlanShort(Exception):
 @dataclass
 class Plan:
     version: int  # the state version the plan was computed from
-    points: list[tuple[list[float], str]]
+    points: list[repo.PlanPoint]
     state: dict[str, Any]
     error: str | None
 
@@ -92,6 +94,7 @@ def trial_dict(row: Row | dict) -> dict[str, Any]:
         "lease_expires_at": iso(r["lease_expires_at"]),
         "created_at": iso(r["created_at"]),
         "completed_at": iso(r["completed_at"]),
+        "candidate": r.get("candidate_id"),
     }
 
 
@@ -99,7 +102,12 @@ def request_hash(op: str, body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps([op, body], sort_keys=True).encode()).hexdigest()
 
 
-def validate_policy(policy: str, config: dict[str, Any] | None, dim: int) -> dict[str, Any]:
+def space_dim(space: dict[str, Any]) -> int:
+    """The number of parameters of a stored space (continuous: its specs; finite: its summary's params)."""
+    return len(space["params"]) if is_finite_spec(space) else len(space)
+
+
+def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: str = "continuous") -> dict[str, Any]:
     """The policy's config with its defaults filled in, or a 422 naming the field."""
     try:
         cls = get_policy(policy)
@@ -107,6 +115,7 @@ def validate_policy(policy: str, config: dict[str, Any] | None, dim: int) -> dic
         raise InvalidInput("policy", f"unknown policy {policy!r}; expected one of {sorted(registry())}") from None
     try:
         parsed = cls.Config.model_validate(config or {})
+        cls.check_space(kind)
         cls.check_study(dim, parsed)
         return parsed.model_dump(mode="json")
     except PolicyConfigError as exc:
@@ -134,6 +143,7 @@ class Engine:
         self._locks_guard = threading.Lock()
         self._expiry_checked: dict[str, datetime] = {}
         self._spaces: dict[tuple[int, datetime], SearchSpace] = {}
+        self._candidates: dict[tuple[int, datetime], Candidates] = {}
         self.executor = make_executor(settings)
         self.jobs = Jobs(settings.plan_threads)
 
@@ -154,17 +164,23 @@ class Engine:
         metadata: dict[str, Any] | None = None,
         seed: int | None = None,
     ) -> dict[str, Any]:
+        finite = None
         try:
-            parsed = SearchSpace.parse(space)
+            if is_finite_spec(space):
+                finite = parse_finite(space)
+                stored, dim, kind = finite.summary(), finite.dim, "finite"
+            else:
+                parsed = SearchSpace.parse(space)
+                stored, dim, kind = parsed.spec(), parsed.dim, "continuous"
         except SpaceError as exc:
             raise InvalidInput(exc.field, exc.message) from None
         if direction not in ("minimize", "maximize"):
             raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
-        config = validate_policy(policy, policy_config, parsed.dim)
+        config = validate_policy(policy, policy_config, dim, kind)
         values = {
             "name": name,
             "direction": direction,
-            "space": parsed.spec(),
+            "space": stored,
             "policy": policy,
             "policy_config": config,
             "user_metadata": metadata or {},
@@ -176,7 +192,10 @@ class Engine:
         }
         try:
             with self.write.begin() as conn:
-                repo.insert_study(conn, values)
+                study_id = repo.insert_study(conn, values)
+                if finite is not None:
+                    kernel = finite.kernel.numpy().tobytes() if finite.kernel is not None else None
+                    repo.insert_candidates(conn, study_id, finite.rows(), kernel)
         except IntegrityError:
             raise Conflict(f"name: a study named {name!r} already exists") from None
         return self.get_study(name)
@@ -266,27 +285,31 @@ class Engine:
     def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None, fallback: bool = False) -> dict:
         """Hand out ``count`` trials inside the caller's transaction; raises _PlanShort if the plan is short."""
         now = utcnow()
+        finite = self._finite(conn, study)
         if self._expiry_due(study.name, now):
             stale = repo.expire_leases(conn, study.id, now)
             if stale:  # their points are offered again, before new ones
-                repo.add_plan(conn, study.id, [(r.x, "stale-retry") for r in stale], priority=1)
+                repo.add_plan(conn, study.id, [(r.x, "stale-retry", r.candidate) for r in stale], priority=1)
             repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
         lease = now + timedelta(seconds=self.settings.lease_seconds)
         mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
         need = count - len(mine)
-        planned = [(p.x, p.source) for p in repo.pop_plan(conn, study.id, need)] if need else []
+        if finite is not None and not finite.allow_repeats and study.trial_count + need > finite.size:
+            left = finite.size - len(repo.held_candidates(conn, study.id))
+            if need > left:
+                raise Conflict(f"count: {left} of the study's {finite.size} candidates are left to ask, not {need}")
+        planned = self._pop_plan(conn, study, need, finite) if need else []
         if len(planned) < need:
             if not fallback:
                 raise _PlanShort(need)
-            planned += self._late_points(study, need - len(planned))
+            planned += self._late_points(conn, study, need - len(planned), finite)
         repo.extend_leases(conn, [r.id for r in mine], lease)
-        space = self._space(study)
         new = [
             {
                 "study_id": study.id,
                 "number": study.trial_count + i + 1,
                 "state": "running",
-                "params": space.from_unit(x),
+                "params": self._params(study, x, candidate, finite),
                 "x": x,
                 "value": None,
                 "reason": None,
@@ -295,14 +318,53 @@ class Engine:
                 "lease_expires_at": lease,
                 "created_at": now,
                 "completed_at": None,
+                "candidate": candidate,
+                "candidate_id": finite.ids[candidate] if finite is not None and candidate is not None else None,
             }
-            for i, (x, source) in enumerate(planned)
+            for i, (x, source, candidate) in enumerate(planned)
         ]
         repo.insert_trials(conn, new)
         if new:
             repo.set_trial_count(conn, study.id, study.trial_count + len(new))
         out = [{**trial_dict(r), "lease_expires_at": iso(lease)} for r in mine]
         return {"trials": out + [trial_dict(r) for r in new]}
+
+    def _pop_plan(self, conn: Connection, study: Row, need: int, finite: Candidates | None) -> list[repo.PlanPoint]:
+        """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds.
+
+        A plan computed from an older snapshot may name a candidate that a fallback point took meanwhile:
+        such points are dropped (and the plan job purges them for good before it plans).
+        """
+        points = [(p.x, p.source, p.candidate) for p in repo.pop_plan(conn, study.id, need)]
+        if finite is None or finite.allow_repeats:
+            return points
+        candidates = [c for _, _, c in points if c is not None]
+        taken = repo.held_candidates(conn, study.id, candidates)
+        if len(set(candidates)) == len(candidates) and not taken:
+            return points
+        out = []
+        for x, source, c in points:
+            if c is not None and c not in taken:
+                out.append((x, source, c))
+                taken.add(c)
+        return out
+
+    def _params(self, study: Row, x: list[float], candidate: int | None, finite: Candidates | None) -> dict:
+        """A point's params in user units: a finite space's candidate, or the continuous point."""
+        if finite is not None and candidate is not None:
+            return finite.params[candidate]
+        return self._space(study).from_unit(x)
+
+    def _finite(self, conn: Connection, study: Row) -> Candidates | None:
+        """The study's candidates (None for a continuous space), loaded once per process: they never change."""
+        if not is_finite_spec(study.space):
+            return None
+        key = (study.id, study.created_at)
+        cached = self._candidates.get(key)
+        if cached is None:
+            rows, kernel = repo.load_candidates(conn, study.id)
+            cached = self._candidates[key] = Candidates(list(rows), kernel, study.space)
+        return cached
 
     def _space(self, study: Row) -> SearchSpace:
         """The study's parsed space; spaces never change after creation."""
@@ -312,14 +374,29 @@ class Engine:
             space = self._spaces[cache_key] = SearchSpace.parse(study.space)
         return space
 
-    def _late_points(self, study: Row, k: int) -> list[tuple[list[float], str]]:
-        """``k`` seeded random points where the policy allows (its fallback box); the policy state is untouched."""
+    def _late_points(
+        self, conn: Connection, study: Row, k: int, finite: Candidates | None = None
+    ) -> list[repo.PlanPoint]:
+        """``k`` seeded random points where the policy allows (its fallback box); the policy state is untouched.
+
+        On a finite space: ``k`` random candidates no trial holds nor the plan names (any, with repeats).
+        """
+        generator = torch.Generator().manual_seed(study.seed + 104_729 * (study.trial_count + 1))
+        if finite is not None:
+            free = torch.ones(finite.size, dtype=torch.bool)
+            if not finite.allow_repeats:
+                free[list(repo.asked_candidates(conn, study.id))] = False
+            where = free.nonzero()[:, 0]
+            if where.numel() < k:
+                raise Conflict(f"count: {where.numel()} candidates of {finite.size} are left to ask, not {k}")
+            chosen = where[torch.randperm(where.numel(), generator=generator)[:k]].tolist()
+            log.warning("study %s: the policy was not ready; %d fallback candidate(s)", study.name, k)
+            return [(finite.x[c], FALLBACK, c) for c in chosen]
         cls = get_policy(study.policy)
         saved = study.policy_state or {}
         state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
         dim = len(study.space)
         lo, hi = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), dim)
-        generator = torch.Generator().manual_seed(study.seed + 104_729 * (study.trial_count + 1))
         low, high = torch.tensor(lo, dtype=torch.float64), torch.tensor(hi, dtype=torch.float64)
         X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
         log.warning(
@@ -328,7 +405,7 @@ class Engine:
             self.settings.ask_wait_seconds,
             k,
         )
-        return [(row, FALLBACK) for row in X.tolist()]
+        return [(row, FALLBACK, None) for row in X.tolist()]
 
     def plan_ahead(self, name: str) -> Future | None:
         """Suggest-ahead: start the study's planning job now, if configured (it decides whether to compute)."""
@@ -351,6 +428,7 @@ class Engine:
                 now = utcnow()
                 until = now + timedelta(seconds=CLAIM_SECONDS)
                 with self.write.begin() as conn:
+                    repo.purge_asked_plan(conn, name)  # finite spaces: plan points a fallback took meanwhile
                     if repo.claim_planning(conn, name, token, now, until):
                         break
                     study = self._study(conn, name)
@@ -366,14 +444,17 @@ class Engine:
                     if in_plan >= need or (ahead and in_plan):
                         return
                     cls = get_policy(study.policy)
-                    done, pending = repo.history(conn, study.id) if cls.needs_history else ([], [])
+                    finite = self._finite(conn, study)
+                    history = cls.needs_history or finite is not None
+                    done, pending = repo.history(conn, study.id) if history else ([], [])
+                    failed = repo.failed_candidates(conn, study.id) if finite is not None else []
                 if ahead:
                     saved = study.policy_state or {}
                     state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
                     if not cls.plans_now(state, len(done), len(pending)):
                         return
                 with self._renewing(name, token):
-                    plan = self._run_policy(study, done, pending, need - in_plan)
+                    plan = self._run_policy(study, done, pending, need - in_plan, finite, failed)
                 with self.write.begin() as conn:
                     current = self._study(conn, name, lock=True)
                     if current.policy_state_version == plan.version:
@@ -411,12 +492,20 @@ class Engine:
         queue = (study.policy_config or {}).get("queue", "auto")
         if queue != "auto":
             return queue
-        size = n * len(study.space)
+        size = n * space_dim(study.space)
         return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
 
-    def _run_policy(self, study: Row, done: list, pending: list, short: int) -> Plan:
+    def _run_policy(
+        self,
+        study: Row,
+        done: list,
+        pending: list,
+        short: int,
+        finite: Candidates | None = None,
+        failed: list[int] | None = None,
+    ) -> Plan:
         cls = get_policy(study.policy)
-        dim = len(study.space)
+        dim = space_dim(study.space)
         saved = study.policy_state or {}
         state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
         sign = 1.0 if study.direction == "minimize" else -1.0  # policies minimise
@@ -434,8 +523,12 @@ class Engine:
             config=cls.Config.model_validate(study.policy_config),
             seed=study.seed,
             device=self.device,
+            finite=self._finite_request(finite, done, pending, failed or []) if finite is not None else None,
         )
         try:
+            if finite is not None:
+                # in this process: the candidates are cached here, a worker would need them all sent along
+                return self._finite_plan(study, cls.name, run_suggest(cls.name, request), request, short, finite)
             if cls.needs_history:
                 suggestion = self.executor.run(cls.name, request, self.queue_for(study, len(done)))
             else:  # random, sobol: microseconds, not worth a trip to a worker
@@ -443,7 +536,7 @@ class Engine:
             X = suggestion.X.detach().to("cpu", torch.float64)
             if X.ndim != 2 or X.shape[1] != dim or X.shape[0] < short or not torch.isfinite(X).all():
                 raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {dim}, finite")
-            points = [(row, cls.name) for row in X.clamp(0.0, 1.0).tolist()]
+            points = [(row, cls.name, None) for row in X.clamp(0.0, 1.0).tolist()]
             return Plan(
                 study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None
             )
@@ -452,9 +545,58 @@ class Engine:
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
             generator = torch.Generator().manual_seed(study.seed + 7919 * (study.policy_state_version + 1))
-            X = torch.rand(short, dim, generator=generator, dtype=torch.float64)
             error = f"{utcnow().isoformat()} {type(exc).__name__}: {exc}"
-            return Plan(study.policy_state_version, [(row, FALLBACK) for row in X.tolist()], saved, error)
+            if finite is not None:
+                assert request.finite is not None
+                free = torch.ones(finite.size, dtype=torch.bool)
+                if not finite.allow_repeats:
+                    for used in (request.finite.X_index, request.finite.pending_index, request.finite.blocked_index):
+                        free[used.cpu()] = False
+                where = free.nonzero()[:, 0]
+                chosen = where[torch.randperm(where.numel(), generator=generator)[:short]].tolist()
+                return Plan(study.policy_state_version, [(finite.x[c], FALLBACK, c) for c in chosen], saved, error)
+            X = torch.rand(short, dim, generator=generator, dtype=torch.float64)
+            return Plan(study.policy_state_version, [(row, FALLBACK, None) for row in X.tolist()], saved, error)
+
+    def _finite_request(self, finite: Candidates, done: list, pending: list, failed: list[int]) -> FiniteSpace:
+        """The policy's view of a finite space: candidates on the device, what was asked, the prior kernel."""
+
+        def index(values: list) -> torch.Tensor:
+            return torch.tensor([v for v in values if v is not None], dtype=torch.long, device=self.device)
+
+        return FiniteSpace(
+            candidates=finite.X.to(self.device),
+            X_index=index([r.candidate for r in done]),
+            pending_index=index([r.candidate for r in pending]),
+            blocked_index=index(failed),
+            allow_repeats=finite.allow_repeats,
+            kernel=finite.kernel.to(self.device) if finite.kernel is not None else None,
+            features=finite.features.to(self.device) if finite.features is not None else None,
+        )
+
+    def _finite_plan(
+        self, study: Row, name: str, suggestion: Any, request: SuggestRequest, short: int, finite: Candidates
+    ) -> Plan:
+        """The plan from a finite-space policy's answer, checked: candidate indices, none asked (without repeats)."""
+        index = suggestion.index
+        if index is None or index.ndim != 1 or index.numel() < short:
+            raise ValueError(f"{name} returned no candidate indices (need >= {short}) on a finite space")
+        chosen = [int(i) for i in index.tolist()]
+        if min(chosen) < 0 or max(chosen) >= finite.size:
+            raise ValueError(f"{name} returned candidate indices outside 0..{finite.size - 1}")
+        if not finite.allow_repeats:
+            assert request.finite is not None
+            used = set(request.finite.X_index.tolist()) | set(request.finite.pending_index.tolist())
+            used |= set(request.finite.blocked_index.tolist())
+            if used & set(chosen) or len(set(chosen)) != len(chosen):
+                raise ValueError(f"{name} chose a candidate that was asked already")
+        points = [(finite.x[c], name, c) for c in chosen]
+        return Plan(
+            study.policy_state_version,
+            points,
+            {"schema": get_policy(name).state_version, "data": suggestion.state},
+            None,
+        )
 
     def _store_plan(self, conn: Connection, study: Row, plan: Plan) -> None:
         repo.add_plan(conn, study.id, plan.points)
@@ -515,8 +657,14 @@ class Engine:
             study = self._study(conn, name, lock=True)
             if key and (replay := self._replay(conn, study.id, key, "add", body)) is not None:
                 return replay
+            finite = self._finite(conn, study)
+            candidate = None
             try:
-                x = SearchSpace.parse(study.space).to_unit(params)
+                if finite is not None:
+                    candidate = finite.find(params)
+                    x, params = finite.x[candidate], finite.params[candidate]
+                else:
+                    x = SearchSpace.parse(study.space).to_unit(params)
             except SpaceError as exc:
                 raise InvalidInput(exc.field, exc.message) from None
             now = utcnow()
@@ -533,6 +681,8 @@ class Engine:
                 "lease_expires_at": None,
                 "created_at": now,
                 "completed_at": now,
+                "candidate": candidate,
+                "candidate_id": finite.ids[candidate] if finite is not None and candidate is not None else None,
             }
             repo.insert_trials(conn, [row])
             repo.update_study(conn, study.id, trial_count=study.trial_count + 1)
@@ -563,7 +713,7 @@ class Engine:
         with self.db.begin() as conn:
             study = self._study(conn, name)
             planned = repo.list_plan(conn, study.id)
-        space = self._space(study)
+            finite = self._finite(conn, study)
         saved = study.policy_state or {}
         return {
             "policy": study.policy,
@@ -571,7 +721,9 @@ class Engine:
             "state_schema": saved.get("schema"),
             "state": saved.get("data", {}),
             "last_policy_error": study.last_policy_error,
-            "planned": [{"params": space.from_unit(p.x), "x": p.x, "source": p.source} for p in planned],
+            "planned": [
+                {"params": self._params(study, p.x, p.candidate, finite), "x": p.x, "source": p.source} for p in planned
+            ],
         }
 
     def export(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

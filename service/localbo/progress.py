@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Row
 
 from localbo.errors import NotFound
+from localbo.finite_space import is_finite_spec
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 
@@ -51,7 +52,7 @@ def series(db: Engine, name: str, after: int = 0) -> str:
     head = {
         "study": study.name,
         "direction": study.direction,
-        "space": study.space,
+        "space": study.space["params"] if is_finite_spec(study.space) else study.space,  # finite: value ranges
         "policy": study.policy,
         "policy_state_version": study.policy_state_version,
         "as_of": now.isoformat(),

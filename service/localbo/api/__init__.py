@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.tokens = tokens
     app.state.engine = engine or Engine(settings)
     errors.install(app)
-    app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes, create_limit=settings.max_create_bytes)
     app.add_middleware(Authentication, tokens=tokens)  # outermost: 401 before the body is read
     app.include_router(studies.router)
     app.include_router(trials.router)

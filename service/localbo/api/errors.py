@@ -46,18 +46,26 @@ def install(app: FastAPI) -> None:
 
 
 class BodySizeLimit:
-    """Refuses request bodies over ``limit`` bytes with a 413, before they are parsed."""
+    """Refuses request bodies over ``limit`` bytes with a 413, before they are parsed.
 
-    def __init__(self, app: Any, limit: int) -> None:
+    A study creation may reach ``create_limit`` (a finite space carries its candidates); the route then
+    holds any other creation to ``limit`` (``check_create_size``), so only finite spaces get the room.
+    """
+
+    def __init__(self, app: Any, limit: int, create_limit: int | None = None) -> None:
         self.app = app
-        self.limit = limit
+        self.default_limit = limit
+        self.create_limit = create_limit or limit
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        creating = scope.get("method") == "POST" and scope.get("path", "").rstrip("/") == "/api/v1/studies"
+        limit = self.create_limit if creating else self.default_limit
+        setting = "LOCALBO_MAX_CREATE_BYTES" if creating else "LOCALBO_MAX_BODY_BYTES"
         length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            return await self._refuse(send)
+        if length is not None and length.isdigit() and int(length) > limit:
+            return await self._refuse(send, limit, setting)
         seen = 0
 
         async def limited_receive() -> dict:
@@ -65,15 +73,23 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
+                scope.setdefault("state", {})["body_bytes"] = seen
+                if seen > limit:
                     # an HTTPException passes through FastAPI's body reader unchanged
-                    raise HTTPException(413, self._detail())
+                    raise HTTPException(413, self._detail(limit, setting))
             return message
 
         await self.app(scope, limited_receive, send)
 
-    def _detail(self) -> str:
-        return f"body: larger than the limit of {self.limit} bytes (LOCALBO_MAX_BODY_BYTES)"
+    @staticmethod
+    def check_create_size(body_bytes: int | None, limit: int) -> None:
+        """A creation whose space is not finite gets the ordinary limit (the middleware allowed the larger one)."""
+        if body_bytes is not None and body_bytes > limit:
+            raise HTTPException(413, BodySizeLimit._detail(limit, "LOCALBO_MAX_BODY_BYTES"))
 
-    async def _refuse(self, send: Any) -> None:
-        await JSONResponse({"detail": self._detail()}, status_code=413)({"type": "http"}, None, send)
+    @staticmethod
+    def _detail(limit: int, setting: str) -> str:
+        return f"body: larger than the limit of {limit} bytes ({setting})"
+
+    async def _refuse(self, send: Any, limit: int, setting: str) -> None:
+        await JSONResponse({"detail": self._detail(limit, setting)}, status_code=413)({"type": "http"}, None, send)

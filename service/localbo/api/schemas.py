@@ -19,7 +19,9 @@ class StudyCreate(Strict):
     direction: Literal["minimize", "maximize"] = "minimize"
     space: dict[str, Any] = Field(
         description='{"x": {"type": "float", "low": 0, "high": 1, "log": false}, '
-        '"n": {"type": "int", "low": 1, "high": 8}}'
+        '"n": {"type": "int", "low": 1, "high": 8}}; or a finite space: {"kind": "finite", '
+        '"candidates": [{"id": "a", "params": {"x": 0.5, "n": 3}}, ...] or "csv": "id,x,n\\n...", '
+        '"kernel"?: N x N matrix or "cosine", "allow_repeats"?: false}'
     )
     policy: str = "sobol"
     policy_config: dict[str, Any] | None = None
@@ -75,6 +77,7 @@ class TrialOut(BaseModel):
     lease_expires_at: datetime | None
     created_at: datetime
     completed_at: datetime | None
+    candidate: str | None = Field(default=None, description="Finite spaces: the id of the candidate asked")
 
 
 class AskResponse(BaseModel):

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, EngineDep, StudyName
+from localbo.api.errors import BodySizeLimit
 from localbo.api.schemas import PolicyView, StudyCreate, StudyList, StudyOut
 
 router = APIRouter(prefix="/api/v1/studies", tags=["studies"])
 
 
 @router.post("", status_code=201, response_model=StudyOut)
-def create_study(body: StudyCreate, engine: EngineDep, who: Caller) -> dict:
+def create_study(body: StudyCreate, engine: EngineDep, who: Caller, request: Request) -> dict:
     check_write(who, body.name)
+    if body.space.get("kind") != "finite":
+        BodySizeLimit.check_create_size(
+            request.scope.get("state", {}).get("body_bytes"), engine.settings.max_body_bytes
+        )
     return engine.create_study(**body.model_dump())
 
 

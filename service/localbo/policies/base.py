@@ -66,6 +66,30 @@ class SuggestRequest:
     config: PolicyConfig
     seed: int  # the study's seed: same study, same sequence
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    finite: FiniteSpace | None = None  # set for a study whose space is a list of candidates
+
+
+@dataclass(frozen=True)
+class FiniteSpace:
+    """A finite search space as the policy sees it: candidates by index, what was asked, the prior kernel.
+
+    ``X`` rows of the request are ``candidates[X_index]``; a finite-capable policy answers with indices
+    (``Suggestion.index``) and, unless ``allow_repeats``, never one in ``X_index`` or ``pending_index``.
+    The prior kernel over candidates is, in this order: ``kernel`` (N x N, given), ``features`` (N x p,
+    k = F F^T), else the policy's own kernel on ``candidates``.
+    """
+
+    candidates: torch.Tensor  # N x d, the candidates' parameters scaled to [0, 1]
+    X_index: torch.Tensor  # n (long), the candidate of each completed row of X
+    pending_index: torch.Tensor  # m (long), the candidates asked or planned, not yet told
+    allow_repeats: bool = False
+    blocked_index: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))  # failed: not again
+    kernel: torch.Tensor | None = None  # N x N prior covariance over candidate ids
+    features: torch.Tensor | None = None  # N x p, prior covariance F F^T (rows of unit norm: k(x, x) = 1)
+
+    @property
+    def size(self) -> int:
+        return int(self.candidates.shape[0])
 
 
 @dataclass
@@ -73,6 +97,7 @@ class Suggestion:
     X: torch.Tensor  # k x d with k >= count, in [0, 1]^d
     state: dict[str, Any]
     info: dict[str, Any] = field(default_factory=dict)  # internals worth showing
+    index: torch.Tensor | None = None  # k (long): on a finite space, the candidates X's rows are
 
 
 class Policy(ABC):
@@ -83,6 +108,17 @@ class Policy(ABC):
     # False for policies that ignore the data (random, sobol): the engine then skips
     # loading the study's trials on every plan.
     needs_history: ClassVar[bool] = True
+    # The kinds of search space the policy runs on: "continuous" (the unit cube), "finite" (candidates).
+    spaces: ClassVar[frozenset[str]] = frozenset({"continuous"})
+
+    @classmethod
+    def check_space(cls, kind: str) -> None:
+        """Raise PolicyConfigError if this policy cannot run on a space of this kind."""
+        if kind not in cls.spaces:
+            able = sorted(name for name, p in _registry().items() if kind in p.spaces)
+            raise PolicyConfigError(
+                "policy", f"{cls.name} does not run on a {kind} search space; policies that do: {able}"
+            )
 
     @classmethod
     def check_study(cls, dim: int, config: PolicyConfig) -> None:
@@ -101,3 +137,9 @@ class Policy(ABC):
 
     @abstractmethod
     def suggest(self, request: SuggestRequest) -> Suggestion: ...
+
+
+def _registry() -> dict[str, type[Policy]]:
+    from localbo.policies import registry  # the package imports this module first
+
+    return registry()

@@ -6,6 +6,7 @@ import torch
 
 from localbo.policies import register
 from localbo.policies.base import PlanAheadConfig, Policy, Suggestion, SuggestRequest
+from localbo.policies.finite import Exhausted, available
 
 
 @register
@@ -15,11 +16,31 @@ class RandomSearch(Policy):
     name = "random"
     Config = PlanAheadConfig
     needs_history = False
+    spaces = frozenset({"continuous", "finite"})
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: PlanAheadConfig = request.config  # type: ignore[assignment]
+        if request.finite is not None:
+            return self.suggest_finite(request, config)
         drawn = int(request.state.get("drawn", 0))
         k = max(request.count, config.plan_ahead)
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
         X = torch.rand(k, request.dim, generator=generator, dtype=torch.float64)
         return Suggestion(X=X, state={"drawn": drawn + k})
+
+    def suggest_finite(self, request: SuggestRequest, config: PlanAheadConfig) -> Suggestion:
+        """Candidates drawn uniformly among those not asked yet (the paper's Random), or among all with repeats."""
+        space = request.finite
+        assert space is not None
+        drawn = int(request.state.get("drawn", 0))
+        generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
+        free = available(space, []).nonzero()[:, 0].cpu()
+        k = min(max(request.count, config.plan_ahead), free.numel())
+        if k < request.count:
+            raise Exhausted("every candidate was asked; the study allows no repeats")
+        if space.allow_repeats:
+            index = free[torch.randint(free.numel(), (k,), generator=generator)]
+        else:
+            index = free[torch.randperm(free.numel(), generator=generator)[:k]]
+        X = space.candidates[index.to(space.candidates.device)].to(torch.float64)
+        return Suggestion(X=X, state={"drawn": drawn + k}, index=index)

@@ -20,6 +20,9 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
+from localbo.policies.base import Suggestion, SuggestRequest
+from localbo.policies.finite import suggest_finite
+from localbo.policies.finite_gp import FiniteGPConfig, FiniteHypersConfig, FinitePosterior
 from localbo.policies.global_bo import (
     Acquisition,
     Context,
@@ -40,6 +43,32 @@ class UCBConfig(GlobalConfig):
 
 class LipschitzUCBConfig(LipschitzConfig, UCBConfig):
     pass
+
+
+class GPUCBConfig(UCBConfig, FiniteHypersConfig):
+    """ucb's config: the continuous keys, and the GP's hyperparameters and delta for finite spaces."""
+
+
+def finite_beta(size: int, t: int, delta: float) -> float:
+    """Srinivas et al. (2012), Theorem 1, finite |X|: beta_t = 2 log(|X| t^2 pi^2 / (6 delta))."""
+    return 2.0 * math.log(size * t**2 * math.pi**2 / (6.0 * delta))
+
+
+def suggest_finite_ucb(request: SuggestRequest, config: GPUCBConfig) -> Suggestion:
+    """GP-UCB on a finite space: argmax over the candidates not asked yet of mu + sqrt(beta_t) sigma (f = -y)."""
+    assert request.finite is not None
+    size = request.finite.size
+    finite = FiniteGPConfig(
+        kernel=config.kernel,
+        n_init=config.n_init or 10,
+        **config.model_dump(include={"lengthscale", "outputscale", "noise_std", "delta"}),
+    )
+
+    def score(posterior: FinitePosterior, t: int) -> tuple[Tensor, dict[str, Any]]:
+        beta = config.beta if config.beta is not None else finite_beta(size, t, config.delta)
+        return posterior.mean + math.sqrt(beta) * posterior.sigma, {"beta": beta}
+
+    return suggest_finite(request, finite, score)
 
 
 def beta_t(config: UCBConfig, ctx: Context) -> float:
@@ -63,7 +92,13 @@ class UCB(GlobalPolicy):
     """GP-UCB: minimise the lower confidence bound."""
 
     name = "ucb"
-    Config = UCBConfig
+    Config = GPUCBConfig
+    spaces = frozenset({"continuous", "finite"})
+
+    def suggest(self, request: SuggestRequest) -> Suggestion:
+        if request.finite is not None:
+            return suggest_finite_ucb(request, request.config)  # type: ignore[arg-type]
+        return super().suggest(request)
 
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
         bound = lower_confidence_bound(ctx, config)

@@ -11,6 +11,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -72,6 +73,8 @@ class Trial(Base):
         Index("ix_trials_study_state", "study_id", "state"),
         # serves "this client's running trials, by number" without scanning the study
         Index("ix_trials_study_client_state", "study_id", "client_id", "state", "number"),
+        # serves "was this candidate asked already" on finite spaces
+        Index("ix_trials_study_candidate", "study_id", "candidate"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -87,6 +90,9 @@ class Trial(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # finite spaces: the candidate's index in the study's list, and its id
+    candidate: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    candidate_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class PlannedPoint(Base):
@@ -100,6 +106,31 @@ class PlannedPoint(Base):
     x: Mapped[list] = mapped_column(JSON)
     source: Mapped[str] = mapped_column(String(64))
     priority: Mapped[int] = mapped_column(Integer, default=0)  # higher first: stale re-offers
+    candidate: Mapped[int | None] = mapped_column(Integer, nullable=True)  # finite spaces
+
+
+class Candidate(Base):
+    """One candidate of a finite search space: its index in the list, id, values and unit-cube point."""
+
+    __tablename__ = "candidates"
+    __table_args__ = (UniqueConstraint("study_id", "idx", name="uq_candidates_study_idx"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    idx: Mapped[int] = mapped_column(Integer)
+    cid: Mapped[str] = mapped_column(String(200))
+    params: Mapped[dict] = mapped_column(JSON)
+    x: Mapped[list] = mapped_column(JSON)
+
+
+class CandidateKernel(Base):
+    """A finite space's prior covariance over its candidates, N x N float64, row-major bytes."""
+
+    __tablename__ = "candidate_kernels"
+
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class IdempotencyRecord(Base):

@@ -11,9 +11,11 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
-from localbo.storage.models import IdempotencyRecord, PlannedPoint, Study, Trial
+from localbo.storage.models import Candidate, CandidateKernel, IdempotencyRecord, PlannedPoint, Study, Trial
 
 studies = Study.__table__
+candidates = Candidate.__table__
+kernels = CandidateKernel.__table__
 trials = Trial.__table__
 plan = PlannedPoint.__table__
 idempotency = IdempotencyRecord.__table__
@@ -31,6 +33,8 @@ TRIAL_COLUMNS = [
     trials.c.lease_expires_at,
     trials.c.created_at,
     trials.c.completed_at,
+    trials.c.candidate,
+    trials.c.candidate_id,
 ]
 
 
@@ -111,7 +115,7 @@ def release_planning(conn: Connection, name: str, token: str) -> None:
 
 def delete_study(conn: Connection, study_id: int) -> None:
     # Children first, explicitly: no reliance on the dialect's cascade settings.
-    for table in (idempotency, plan, trials):
+    for table in (idempotency, plan, trials, candidates, kernels):
         conn.execute(delete(table).where(table.c.study_id == study_id))
     conn.execute(delete(studies).where(studies.c.id == study_id))
 
@@ -200,7 +204,7 @@ def expire_leases(conn: Connection, study_id: int, now: datetime) -> Sequence[Ro
             trials.c.lease_expires_at < now,
         )
         .values(state="stale", lease_expires_at=None)
-        .returning(trials.c.number, trials.c.x)
+        .returning(trials.c.number, trials.c.x, trials.c.candidate)
     ).all()
 
 
@@ -246,14 +250,16 @@ def best_trial(conn: Connection, study_id: int, direction: str) -> Row | None:
 
 
 def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Row]]:
-    """(completed (x, value) rows, pending x rows: running trials and the plan)."""
+    """(completed (x, value, candidate) rows, pending (x, candidate) rows: running trials and the plan)."""
     done = conn.execute(
-        select(trials.c.x, trials.c.value)
+        select(trials.c.x, trials.c.value, trials.c.candidate)
         .where(trials.c.study_id == study_id, trials.c.state == "complete")
         .order_by(trials.c.number)
     ).all()
-    pending = conn.execute(select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "running")).all()
-    pending = [*pending, *conn.execute(select(plan.c.x).where(plan.c.study_id == study_id)).all()]
+    pending = conn.execute(
+        select(trials.c.x, trials.c.candidate).where(trials.c.study_id == study_id, trials.c.state == "running")
+    ).all()
+    pending = [*pending, *conn.execute(select(plan.c.x, plan.c.candidate).where(plan.c.study_id == study_id)).all()]
     return done, pending
 
 
@@ -388,7 +394,7 @@ _POP_PLAN = (
             .scalar_subquery()
         )
     )
-    .returning(plan.c.id, plan.c.x, plan.c.source, plan.c.priority)
+    .returning(plan.c.id, plan.c.x, plan.c.source, plan.c.priority, plan.c.candidate)
 )
 
 
@@ -401,7 +407,7 @@ def pop_plan(conn: Connection, study_id: int, limit: int) -> list[Row]:
 def list_plan(conn: Connection, study_id: int) -> Sequence[Row]:
     """The plan queue in the order asks will take it."""
     return conn.execute(
-        select(plan.c.x, plan.c.source, plan.c.priority)
+        select(plan.c.x, plan.c.source, plan.c.priority, plan.c.candidate)
         .where(plan.c.study_id == study_id)
         .order_by(plan.c.priority.desc(), plan.c.id)
     ).all()
@@ -411,12 +417,76 @@ def count_plan(conn: Connection, study_id: int) -> int:
     return conn.execute(select(func.count()).select_from(plan).where(plan.c.study_id == study_id)).scalar_one()
 
 
-def add_plan(conn: Connection, study_id: int, points: list[tuple[list[float], str]], priority: int = 0) -> None:
+PlanPoint = tuple[list[float], str, int | None]  # (x in the unit cube, source, candidate on a finite space)
+
+
+def add_plan(conn: Connection, study_id: int, points: list[PlanPoint], priority: int = 0) -> None:
     if points:
         conn.execute(
             insert(plan),
-            [{"study_id": study_id, "x": x, "source": s, "priority": priority} for x, s in points],
+            [{"study_id": study_id, "x": x, "source": s, "priority": priority, "candidate": c} for x, s, c in points],
         )
+
+
+# -- finite spaces ---------------------------------------------------------------------
+
+
+def insert_candidates(conn: Connection, study_id: int, rows: list[dict[str, Any]], kernel: bytes | None) -> None:
+    """A finite space's candidates (rows of idx, cid, params, x) and its kernel matrix, if any."""
+    for start in range(0, len(rows), 10_000):
+        conn.execute(insert(candidates), [{"study_id": study_id, **r} for r in rows[start : start + 10_000]])
+    if kernel is not None:
+        conn.execute(insert(kernels), {"study_id": study_id, "size": len(rows), "data": kernel})
+
+
+def load_candidates(conn: Connection, study_id: int) -> tuple[Sequence[Row], bytes | None]:
+    """(candidate rows by index: idx, cid, params, x; the kernel matrix's bytes or None)."""
+    rows = conn.execute(
+        select(candidates.c.idx, candidates.c.cid, candidates.c.params, candidates.c.x)
+        .where(candidates.c.study_id == study_id)
+        .order_by(candidates.c.idx)
+    ).all()
+    kernel = conn.execute(select(kernels.c.data).where(kernels.c.study_id == study_id)).scalar_one_or_none()
+    return rows, kernel
+
+
+def held_candidates(conn: Connection, study_id: int, among: Iterable[int] | None = None) -> set[int]:
+    """The candidates a trial of the study holds, stale ones aside (their points are offered again)."""
+    query = select(trials.c.candidate).where(
+        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
+    )
+    if among is not None:
+        query = query.where(trials.c.candidate.in_(list(among)))
+    return {r for (r,) in conn.execute(query)}
+
+
+def asked_candidates(conn: Connection, study_id: int) -> set[int]:
+    """The candidates a trial holds (stale ones aside) or the plan names."""
+    planned = conn.execute(select(plan.c.candidate).where(plan.c.study_id == study_id, plan.c.candidate.is_not(None)))
+    return held_candidates(conn, study_id) | {r for (r,) in planned}
+
+
+def failed_candidates(conn: Connection, study_id: int) -> list[int]:
+    """The candidates of failed trials: asked, with no value to come."""
+    query = select(trials.c.candidate).where(
+        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state == "failed"
+    )
+    return [r for (r,) in conn.execute(query)]
+
+
+def purge_asked_plan(conn: Connection, name: str) -> None:
+    """Drops planned candidates that a trial already holds (a fallback took them after the plan was computed)."""
+    study_id = _STUDY_ID_BY_NAME_PLAIN.scalar_subquery()
+    held = select(trials.c.candidate).where(
+        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
+    )
+    conn.execute(
+        delete(plan).where(plan.c.study_id == study_id, plan.c.candidate.is_not(None), plan.c.candidate.in_(held)),
+        {"name": name},
+    )
+
+
+_STUDY_ID_BY_NAME_PLAIN = select(studies.c.id).where(studies.c.name == bindparam("name"))
 
 
 # -- idempotency -----------------------------------------------------------------------
