@@ -300,6 +300,7 @@ def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]])
         "- policies at their defaults: Matérn-5/2 ARD GP (gp.py priors, MAP), n_init = d + 1 Sobol points, every "
         "4th point random (Lipschitz-checked for LBO), kappa = 10, UCB beta_t = 0.2 d log(2t); "
         "`*-beta1e16`: beta = 1e16",
+        *[f"- runs joined from: {c}" for c in meta.get("previous_commands", [])],
         "",
     ]
     md += coverage(meta, all_groups)
@@ -352,7 +353,10 @@ def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]])
             for r in problems
         ]
         md.append("")
-    (out / f"{NAME}.md").write_text("\n".join(md))
+    findings = out / f"{NAME}_findings.md"  # hand-written, kept across rewrites of the report
+    if findings.exists():
+        md += ["", findings.read_text().rstrip()]
+    (out / f"{NAME}.md").write_text("\n".join(md) + "\n")
 
 
 def coverage(meta: dict[str, Any], all_groups: list[Group]) -> list[str]:
