@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from localbo.space import SpaceError
+from localbo.space import SpaceError, check_names, number
 
 MAX_CANDIDATES = 100_000
 MAX_KERNEL_CANDIDATES = 5_000  # an N x N matrix in JSON: 25M numbers at most
@@ -82,14 +81,6 @@ class FiniteSpec:
 def _params(names: list[str], values: list[float]) -> dict[str, float | int]:
     """Whole numbers come back as ints, as they were given (a CSV or JSON 3 stays 3)."""
     return {n: int(v) if float(v).is_integer() and abs(v) < 2**53 else v for n, v in zip(names, values, strict=True)}
-
-
-def _number(field: str, raw: Any) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise SpaceError(field, f"expected a number, got {raw!r}")
-    if not math.isfinite(raw):
-        raise SpaceError(field, f"expected a finite number, got {raw!r}")
-    return float(raw)
 
 
 def _rows_from_csv(text: Any) -> list[dict[str, Any]]:
@@ -196,7 +187,7 @@ def parse_finite(raw: dict[str, Any]) -> FiniteSpec:
             missing, extra = sorted(set(names) - set(params)), sorted(set(params) - set(names))
             what = f"missing {missing}" if missing else f"unknown {extra}"
             raise SpaceError(f"{at}.params", f"expected the parameters {names} of candidates[0]; {what}")
-        values.append([_number(f"{at}.params.{n}", params[n]) for n in names])
+        values.append([number(f"{at}.params.{n}", params[n]) for n in names])
         cid = row.get("id", str(i))
         if not isinstance(cid, str | int) or isinstance(cid, bool) or not str(cid) or len(str(cid)) > 200:
             raise SpaceError(f"{at}.id", f"expected a string of 1..200 characters, got {cid!r}")
@@ -248,16 +239,9 @@ class Candidates:
 
     def find(self, params: Any, field: str = "params") -> int:
         """The index of the (first) candidate with exactly these values, or SpaceError naming the field."""
-        if not isinstance(params, dict):
-            raise SpaceError(field, "expected an object of parameter name -> value")
-        unknown = sorted(set(params) - set(self.names))
-        if unknown:
-            raise SpaceError(f"{field}.{unknown[0]}", f"unknown parameter; expected {self.names}")
-        missing = [n for n in self.names if n not in params]
-        if missing:
-            raise SpaceError(f"{field}.{missing[0]}", f"missing; expected {self.names}")
+        check_names(params, self.names, field)
         for n in self.names:
-            _number(f"{field}.{n}", params[n])
+            number(f"{field}.{n}", params[n])
         index = self._by_values.get(self._key(params))
         if index is None:
             raise SpaceError(field, "not one of the study's candidates (a finite space takes only its candidates)")

@@ -60,7 +60,19 @@ class Param:
         return out
 
 
-def _number(field: str, raw: Any) -> float:
+def check_names(params: Any, names: list[str], field: str) -> None:
+    """``params`` is an object with exactly these parameter names, or SpaceError naming the field."""
+    if not isinstance(params, dict):
+        raise SpaceError(field, "expected an object of parameter name -> value")
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise SpaceError(f"{field}.{unknown[0]}", f"unknown parameter; expected {names}")
+    missing = [n for n in names if n not in params]
+    if missing:
+        raise SpaceError(f"{field}.{missing[0]}", f"missing; expected {names}")
+
+
+def number(field: str, raw: Any) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise SpaceError(field, f"expected a number, got {raw!r}")
     if not math.isfinite(raw):
@@ -81,7 +93,7 @@ def _parse_param(name: str, spec: Any) -> Param:
     for key in ("low", "high"):
         if key not in spec:
             raise SpaceError(f"{where}.{key}", "missing; expected a number")
-    low, high = _number(f"{where}.low", spec["low"]), _number(f"{where}.high", spec["high"])
+    low, high = number(f"{where}.low", spec["low"]), number(f"{where}.high", spec["high"])
     if kind == "int" and (low != int(low) or high != int(high)):
         raise SpaceError(where, f"int bounds must be whole numbers, got {low}..{high}")
     if high < low:
@@ -129,18 +141,11 @@ class SearchSpace:
 
     def to_unit(self, params: dict[str, Any], field: str = "params") -> list[float]:
         """Validate user-unit params (names, types, ranges) and map them into [0, 1]^d."""
-        if not isinstance(params, dict):
-            raise SpaceError(field, "expected an object of parameter name -> value")
-        unknown = sorted(set(params) - set(self.names))
-        if unknown:
-            raise SpaceError(f"{field}.{unknown[0]}", f"unknown parameter; expected {self.names}")
-        missing = [n for n in self.names if n not in params]
-        if missing:
-            raise SpaceError(f"{field}.{missing[0]}", f"missing; expected {self.names}")
+        check_names(params, self.names, field)
         unit = []
         for p in self.params:
             where = f"{field}.{p.name}"
-            value = _number(where, params[p.name])
+            value = number(where, params[p.name])
             if p.type == "int" and value != int(value):
                 raise SpaceError(where, f"expected a whole number, got {value}")
             if not p.low <= value <= p.high:
