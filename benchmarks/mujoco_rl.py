@@ -109,19 +109,24 @@ def base_task(objective: str) -> str:
     return objective.split("-h")[0]
 
 
-def spec_for(objective: str, method: str, seed: int, evals: int) -> RunSpec:
-    return RunSpec(objective, method, "direct", seed, evals, settings(base_task(objective), method))
+def spec_for(
+    objective: str, method: str, seed: int, evals: int, device: str = "cpu", deadline: float | None = None
+) -> RunSpec:
+    config = settings(base_task(objective), method)
+    return RunSpec(objective, method, "direct", seed, evals, config, device=device, deadline=deadline)
 
 
 # -- report -----------------------------------------------------------------------------------------
 
 
-def at(values: np.ndarray, k: int) -> np.ndarray:
-    """The column after ``k`` evaluations (1-based), or the last one when the runs are shorter."""
-    return values[:, min(k, values.shape[1]) - 1]
+def at(values: np.ndarray, k: int) -> np.ndarray | None:
+    """The column after ``k`` evaluations (1-based); None when the runs stopped before."""
+    return values[:, k - 1] if k <= values.shape[1] else None
 
 
-def fmt(values: np.ndarray) -> str:
+def fmt(values: np.ndarray | None) -> str:
+    if values is None:
+        return "-"
     std = values.std(ddof=1) if len(values) > 1 else 0.0
     return f"{values.mean():.0f} ± {std:.0f}"
 
@@ -156,22 +161,15 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
         "",
         "## Settings",
         "",
-        "| task | environment | parameters | episodes | method | policy config |",
-        "|---|---|---|---|---|---|",
+        "| task | environment | parameters | episodes (all seeds) | method | device | policy config |",
+        "|---|---|---|---|---|---|---|",
     ]
     for g in all_groups:
         task = base_task(g.objective)
-        config = next(
-            (
-                r.get("policy_config")
-                for r in state.get("runs", [])
-                if r["objective"] == g.objective and r["method"] == g.method
-            ),
-            None,
-        )
+        run = next((r for r in state.get("runs", []) if (r["objective"], r["method"]) == (g.objective, g.method)), {})
         md.append(
             f"| {g.objective} | {TASKS[task].env_id} | {objective_spec(g.objective).dim} | {g.best.shape[1]} | "
-            f"{g.method} | `{config or {}}` |"
+            f"{g.method} | {run.get('device', 'cpu')} | `{run.get('policy_config') or {}}` |"
         )
     md.append("")
     for objective in dict.fromkeys(g.objective for g in all_groups):
@@ -179,20 +177,23 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
         mine = sorted(
             (g for g in all_groups if g.objective == objective), key=lambda g: -float(g.incumbent[:, -1].mean())
         )
-        evals = max(g.best.shape[1] for g in mine)
-        marks = checkpoints(task, evals)
+        planned = max(
+            (r.get("planned_evals", r["evals"]) for r in state.get("runs", []) if r["objective"] == objective),
+            default=max(g.best.shape[1] for g in mine),
+        )
+        marks = checkpoints(task, planned)
         md += [
             f"## {objective} (d = {objective_spec(objective).dim})",
             "",
-            "| method | seeds | " + " | ".join(f"iterate @{k}" for k in marks) + " | best episode @end | "
+            "| method | seeds | " + " | ".join(f"iterate @{k}" for k in marks) + " | episodes | best episode @end | "
             "wall s / run | fallbacks |",
-            "|---|---|" + "---|" * len(marks) + "---|---|---|",
+            "|---|---|" + "---|" * len(marks) + "---|---|---|---|",
         ]
         for g in mine:
             md.append(
                 f"| {g.method} | {len(g.seeds)} | "
                 + " | ".join(fmt(at(g.incumbent, k)) for k in marks)
-                + f" | {fmt(g.best[:, -1])} | {np.mean(g.wall_s):.0f} | {g.fallbacks} |"
+                + f" | {g.best.shape[1]} | {fmt(g.best[:, -1])} | {np.mean(g.wall_s):.0f} | {g.fallbacks} |"
             )
         if task in REFERENCE and not meta.get("smoke"):
             ref = "; ".join(f"@{k}: {v}" for k, v in REFERENCE[task].items())
@@ -202,9 +203,15 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
         md += ["", f"![iterate return on {objective}]({png.name})", ""]
     failed = state.get("failed", [])
     problems = [r for r in state.get("runs", []) if r.get("n_errors")]
-    if failed or problems:
+    short = [r for r in state.get("runs", []) if r["evals"] < r.get("planned_evals", r["evals"])]
+    if failed or problems or short:
         md += ["## Problems", ""]
         md += [f"- run failed: {f['key']}: {f['error']}" for f in failed]
+        md += [
+            f"- {r['objective']} / {r['method']} / seed {r['seed']}: stopped at the deadline after {r['evals']} of "
+            f"{r['planned_evals']} episodes"
+            for r in short
+        ]
         md += [
             f"- {r['objective']} / {r['method']} / seed {r['seed']}: {r['n_errors']} policy failure(s) answered "
             f"with fallback points; first: {r['errors'][0] if r['errors'] else '?'}"
@@ -258,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"where to write (default {DEFAULT_OUT})")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    parser.add_argument("--cuda-methods", default="", help="comma-separated methods whose policy computes on cuda")
+    parser.add_argument(
+        "--deadline-s", type=float, help="stop every run this many seconds after the start, keeping its episodes"
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never the results")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the CSV, run the rest")
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown and plots")
@@ -301,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    cuda = {m.strip() for m in args.cuda_methods.split(",") if m.strip()}
+    deadline = time.time() + args.deadline_s if args.deadline_s else None
     previous = state.get("meta", {})
     state["meta"] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -313,9 +326,11 @@ def main(argv: list[str] | None = None) -> int:
         "smoke": args.smoke,
         "jobs": args.jobs,
         "threads": args.threads,
+        "cuda_methods": sorted(cuda),
+        "deadline_s": args.deadline_s,
     }
     specs = [
-        spec_for(t, m, s, args.evals or EPISODES[base_task(t)])
+        spec_for(t, m, s, args.evals or EPISODES[base_task(t)], "cuda" if m in cuda else "cpu", deadline)
         for t in tasks
         for m in methods
         for s in range(args.seed0, args.seed0 + args.seeds)
@@ -339,9 +354,12 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(key)
             state["failed"].append({"key": key, "error": (error or "?").splitlines()[0]})
             progress(f"\nFAILED {key}:\n{error}")
+        elif not result.rows:
+            state["failed"].append({"key": key, "error": "no episode before the deadline"})
+            progress(f"{key}: no episode before the deadline")
         else:
             append_csv(csv_path, result.rows)
-            state["runs"].append(run_summary(result))
+            state["runs"].append({**run_summary(result), "planned_evals": spec.evals, "device": spec.device})
             last = result.rows[-1]
             progress(
                 f"{key}: iterate {last['incumbent']:.1f}, best episode {last['best_so_far']:.1f}, {result.wall_s:.0f} s"

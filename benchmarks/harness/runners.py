@@ -80,6 +80,8 @@ class RunSpec:
     url: str | None = None  # the server, for runner "http"
     policy: str | None = None  # the registered policy when ``method`` is a label for a configured variant
     noise_std: float | None = None  # evaluation noise instead of the objective's own (0: noise-free)
+    device: str = "cpu"  # where a direct run's policy computes (SuggestRequest.device), e.g. "cuda"
+    deadline: float | None = None  # time.time() after which a run stops early, its evaluations so far kept
 
     @property
     def policy_name(self) -> str:
@@ -232,6 +234,8 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
         return torch.stack(rows) if rows else torch.empty(0, d, dtype=DTYPE)
 
     for _ in range(spec.evals):
+        if spec.deadline is not None and time.time() > spec.deadline:
+            break  # a short run: len(rows) < spec.evals says so
         if not queue:
             request = SuggestRequest(
                 dim=d,
@@ -242,6 +246,7 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
                 state=state,
                 config=config,
                 seed=spec.seed,
+                device=torch.device(spec.device),
             )
             try:
                 try:
