@@ -150,6 +150,10 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
         f"- command: `{meta.get('command', '?')}`",
         *[f"- earlier command (resumed): `{c}`" for c in meta.get("previous_commands", [])],
         f"- machine: {meta.get('machine', '?')}",
+        *[
+            f"- merged runs from {m.get('machine', '?')}: `{m.get('command', '?')}` ({m.get('date', '?')})"
+            for m in meta.get("merged", [])
+        ],
         f"- versions: {meta.get('versions', '?')}",
         f"- runs in parallel: {meta.get('jobs', 1)} process(es), torch threads per run: {meta.get('threads', '?')}",
         "",
@@ -161,7 +165,7 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
         "",
         "## Settings",
         "",
-        "| task | environment | parameters | episodes (all seeds) | method | device | policy config |",
+        "| task | environment | parameters | episodes (all seeds) | method | machine, device | policy config |",
         "|---|---|---|---|---|---|---|",
     ]
     for g in all_groups:
@@ -169,7 +173,8 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
         run = next((r for r in state.get("runs", []) if (r["objective"], r["method"]) == (g.objective, g.method)), {})
         md.append(
             f"| {g.objective} | {TASKS[task].env_id} | {objective_spec(g.objective).dim} | {g.best.shape[1]} | "
-            f"{g.method} | {run.get('device', 'cpu')} | `{run.get('policy_config') or {}}` |"
+            f"{g.method} | {run.get('machine', '?').split(';')[0]}, {run.get('device', 'cpu')} | "
+            f"`{run.get('policy_config') or {}}` |"
         )
     md.append("")
     for objective in dict.fromkeys(g.objective for g in all_groups):
@@ -224,6 +229,28 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
     (out / f"{NAME}.md").write_text("\n".join(md))
 
 
+def merge(out: Path, other: Path) -> None:
+    """Add ``other``'s runs (CSV rows, run summaries, failures, command) to ``out``'s and rewrite the report."""
+    theirs = load_json(other / f"{NAME}.json")
+    keys = {(r["objective"], r["method"], r["seed"]) for r in read_csv(other / f"{NAME}.csv")}
+    mine_path = out / f"{NAME}.csv"
+    kept = [r for r in read_csv(mine_path) if (r["objective"], r["method"], r["seed"]) not in keys]
+    start_csv(mine_path)
+    append_csv(mine_path, kept)
+    append_csv(mine_path, read_csv(other / f"{NAME}.csv"))
+    state = load_json(out / f"{NAME}.json")
+    state["runs"] = [r for r in state["runs"] if (r["objective"], r["method"], r["seed"]) not in keys]
+    state["runs"] += theirs.get("runs", [])
+    state["failed"] = state.get("failed", []) + theirs.get("failed", [])
+    meta = state.setdefault("meta", {})
+    meta["merged"] = [
+        *meta.get("merged", []),
+        {k: theirs.get("meta", {}).get(k) for k in ("date", "command", "machine")},
+    ]
+    save_json(out / f"{NAME}.json", state)
+    write_report(out, meta)
+
+
 def plot(path: Path, objective: str, mine: list[Group]) -> None:
     import matplotlib
 
@@ -272,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never the results")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the CSV, run the rest")
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown and plots")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        metavar="DIR",
+        help="add the runs of another results folder (another machine's) and report",
+    )
     args = parser.parse_args(argv)
     for key, value in (SMOKE if args.smoke else FULL).items():
         if getattr(args, key) is None:
@@ -288,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     state = load_json(json_path) if (args.resume or args.report_only) else {}
     state.setdefault("runs", [])
     state.setdefault("failed", [])
+    if args.merge:
+        merge(out, args.merge)
+        progress(f"merged the runs of {args.merge} into {out}")
+        return 0
     if args.report_only:
         write_report(out, state.get("meta", {}))
         progress(f"wrote {out / (NAME + '.md')}")
@@ -321,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         "previous_commands": [*previous.get("previous_commands", []), previous["command"]]
         if args.resume and "command" in previous
         else [],
-        "machine": os.environ.get("LOCALBO_MACHINE") or machine(),
+        "machine": "; ".join(filter(None, [os.environ.get("LOCALBO_MACHINE"), machine()])),
         "versions": versions() + gym_versions(),
         "smoke": args.smoke,
         "jobs": args.jobs,
@@ -347,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         state["runs"], state["failed"] = [], []
     save_json(json_path, state)
     failures: list[str] = []
+    where = state["meta"]["machine"]
 
     def on_done(spec: RunSpec, result: RunResult | None, error: str | None) -> None:
         key = f"{spec.objective}/{spec.method}/seed {spec.seed}"
@@ -359,7 +397,9 @@ def main(argv: list[str] | None = None) -> int:
             progress(f"{key}: no episode before the deadline")
         else:
             append_csv(csv_path, result.rows)
-            state["runs"].append({**run_summary(result), "planned_evals": spec.evals, "device": spec.device})
+            state["runs"].append(
+                {**run_summary(result), "planned_evals": spec.evals, "device": spec.device, "machine": where}
+            )
             last = result.rows[-1]
             progress(
                 f"{key}: iterate {last['incumbent']:.1f}, best episode {last['best_so_far']:.1f}, {result.wall_s:.0f} s"
