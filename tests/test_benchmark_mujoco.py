@@ -57,13 +57,19 @@ def test_runs_see_the_same_episode_seeds_and_record_the_iterates_test_return() -
     rows = first.rows
     assert [r["f"] for r in rows] == [r["y"] for r in rows]  # one episode: the only value there is
     assert [r["best_so_far"] for r in rows] == [max(r["y"] for r in rows[: i + 1]) for i in range(len(rows))]
-    obj = get_objective("cartpole-h50")
     # random exposes no iterate: the test return of the evaluated point with the best return stands in
     assert all(r["incumbent_from"] == "best" for r in rows)
     assert all(0 < r["incumbent"] <= 50 for r in rows)
-    # a different run seed: other episode seeds (the points differ too, so compare one fixed point)
-    x = obj.to_user(torch.full((obj.dim,), 0.7, dtype=torch.float64))
-    assert obj.episode(x, 1) == obj.episode(x, 1)
+    best = max(range(len(rows)), key=lambda i: rows[i]["y"])  # the first best
+    assert len({r["incumbent"] for r in rows[best:]}) == 1  # it moves only when the best point does
+
+
+def test_a_run_stops_at_its_deadline_and_keeps_what_it_evaluated() -> None:
+    import time
+
+    assert run(RunSpec("cartpole-h50", "random", "direct", 0, 10, deadline=time.time() - 1)).rows == []
+    done = run(RunSpec("cartpole-h50", "random", "direct", 0, 10, deadline=time.time() + 600))
+    assert len(done.rows) == 10
 
 
 def test_smoke_run_writes_csv_markdown_and_plots(tmp_path: Path) -> None:
