@@ -1,25 +1,30 @@
-"""Seconds per ``suggest`` of the ``minucb`` policy at d = 25, 50, 100 with 500 observations.
+"""Seconds per ``suggest`` of the local policies (``minucb``, ``la-minucb``, ...) at d = 25, 50, 100, n = 500.
 
-What it times: one call of ``MinUCB().suggest`` that ends an iteration, i.e. the work the engine
-waits for when the plan runs dry after a batch's results are in: the MAP refit of the GP on the
-data window (N_max = 5 d by default), the UCB step (multi-start L-BFGS-B), and the exploration
-batch of the next iteration (b2 = d points, greedy, one optimize_acqf each). Also a "top-up" call
-(one more exploration point while results are out, no fit). Its parts (fit, step, exploration)
-are timed inside that same call.
+What it times: one call of ``suggest`` that ends an iteration, i.e. the work the engine waits for
+when the plan runs dry after a batch's results are in: the MAP refit of the GP on the data window
+(N_max = 5 d by default), the step (minucb, la-minucb: the UCB step, multi-start L-BFGS-B; mpd: the
+walk; gibo: the gradient step), and the batch of the next iteration: b = d points (minucb, gibo, mpd:
+greedy exploration, one optimize_acqf each; la-minucb: the one-shot look-ahead of the minimum UCB).
+Also a "top-up" call (one more point while results are out, no fit). The parts (fit, step, batch)
+are timed inside that same call. ``--device cuda`` runs the policies on the GPU.
 
 The data: 500 points in boxes x_c +- 0.2 whose centre moves from the middle of the cube towards
 x*, with y = ||x - x*||^2 + 0.1 sum sin(6 x) + N(0, 0.01^2), in the order a local run makes them.
 "warm" starts the fit from the hyperparameters of a fit on the data minus the last batch (as in a
 run); "cold" starts from the priors' modes (the first fit of a study, or a lost state).
 
-    .venv/bin/python benchmarks/policy_compute_time.py                  # d = 25, 50, 100; ~5 min on 2 cores
+    .venv/bin/python benchmarks/policy_compute_time.py                  # minucb, la-minucb at d = 25, 50, 100
     .venv/bin/python benchmarks/policy_compute_time.py --dims 25 --n-max 500 --threads 1
+    .venv/bin/python benchmarks/policy_compute_time.py --policies la-minucb --device cuda
+    .venv/bin/python benchmarks/policy_compute_time.py --policies la-minucb \
+        --policy-config '{"lookahead_maxiter": 100}'           # a config for every policy timed
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import time
@@ -28,8 +33,22 @@ from typing import Any
 
 import torch
 from localbo.policies import SuggestRequest, get_policy, gp
+from localbo.policies import gibo as gibo_module
+from localbo.policies import la_minucb as la_module
 from localbo.policies import local as local_module
 from localbo.policies import minucb as minucb_module
+from localbo.policies import mpd as mpd_module
+
+# The functions timed as the parts of a suggest: (module, attribute, part).
+PARTS = [
+    (local_module.gp, "fit_model", "fit"),
+    (local_module, "explore", "batch"),
+    (la_module, "lookahead_batch", "batch"),
+    (minucb_module, "minucb_step", "step"),
+    (la_module, "minucb_step", "step"),
+    (mpd_module, "mpd_walk", "step"),
+    (gibo_module, "gibo_step", "step"),
+]
 
 
 def make_data(d: int, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,44 +75,64 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
 
         return timed
 
-    saved = (local_module.gp.fit_model, local_module.explore, minucb_module.minucb_step)
-    local_module.gp.fit_model = wrap("fit", saved[0])  # type: ignore[attr-defined]
-    local_module.explore = wrap("explore", saved[1])  # type: ignore[attr-defined]
-    minucb_module.minucb_step = wrap("step", saved[2])  # type: ignore[attr-defined]
+    saved = [getattr(module, attr) for module, attr, _ in PARTS]
+    for (module, attr, name), fn in zip(PARTS, saved, strict=True):
+        setattr(module, attr, wrap(name, fn))
     try:
         yield
     finally:
-        local_module.gp.fit_model, local_module.explore, minucb_module.minucb_step = saved  # type: ignore[misc]
+        for (module, attr, _), fn in zip(PARTS, saved, strict=True):
+            setattr(module, attr, fn)
 
 
-def time_suggest(d: int, n: int, n_max: int | None, warm: bool) -> dict[str, float]:
-    """One iteration-ending suggest (and one top-up) of minucb on n observations in d dimensions."""
-    cls = get_policy("minucb")
-    config = cls.Config(n_max=n_max)
+def time_suggest(
+    policy: str, d: int, n: int, n_max: int | None, warm: bool, device: str = "cpu", config: dict | None = None
+) -> dict[str, float]:
+    """One iteration-ending suggest (and one top-up) of ``policy`` on n observations in d dimensions."""
+    cls = get_policy(policy)
+    config = cls.Config(**{**(config or {}), "n_max": n_max})
     X, y = make_data(d, n)
     window = n_max or 5 * d
-    batch = 1 + (config.samples_per_iteration or d)
+    batch = cls().resamples(config) + (config.samples_per_iteration or d)
     x_t = X[n - batch]  # the iterate the last batch was built around
     hypers = gp.to_state(gp.fit_model(X[: n - batch], y[: n - batch], n_max=window)) if warm else {}
     state = {"t": 5, "x_t": x_t.tolist(), "phase": "batch", "n_start": n - batch, "batch": batch, "extra": 0}
     empty = torch.empty(0, d, dtype=torch.float64)
     request = SuggestRequest(
-        dim=d, X=X, y=y, X_pending=empty, count=1, state={**state, "hypers": hypers}, config=config, seed=1
+        dim=d,
+        X=X,
+        y=y,
+        X_pending=empty,
+        count=1,
+        state={**state, "hypers": hypers},
+        config=config,
+        seed=1,
+        device=torch.device(device),
     )
     parts: dict[str, float] = {}
     with timed_parts(parts):
         start = time.perf_counter()
         out = cls().suggest(request)
+        synchronize(device)
         total = time.perf_counter() - start
-    assert out.info["event"] == "step" and out.X.shape[0] == batch
+    assert out.info["event"] == "step" and out.X.shape[0] >= 1
     top_up = SuggestRequest(**{**request.__dict__, "state": out.state, "X_pending": out.X[-1:]})
     start = time.perf_counter()
     assert cls().suggest(top_up).info["event"] == "top-up"
+    synchronize(device)
     return {"total": total, **parts, "top_up": time.perf_counter() - start, "gp_points": min(window, n)}
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--policies", default="minucb,la-minucb", help="comma-separated local policies")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--policy-config", default="{}", help="JSON config for every policy timed (n_max aside)")
     parser.add_argument("--dims", type=int, nargs="+", default=[25, 50, 100])
     parser.add_argument("--n", type=int, default=500, help="observations")
     parser.add_argument("--n-max", type=int, default=None, help="GP data window (default: 5 d)")
@@ -106,24 +145,33 @@ def main() -> None:
         args.dims, args.n = [3], 30
     if args.threads:
         torch.set_num_threads(args.threads)
-    lines = [
-        f"minucb suggest, n = {args.n} observations; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} threads, "
-        f"load average {os.getloadavg()[0]:.1f}",
-        "",
-    ]
-    header = "| d | GP points | fit start | suggest (s) | fit | UCB step | explore (d points) | top-up, 1 point |"
-    lines += [header, "|---" * (header.count("|") - 1) + "|"]
-    print("\n".join(lines), flush=True)
-    for d in args.dims:
-        for warm in [True, False] if args.cold else [True]:
-            r = time_suggest(d, args.n, args.n_max, warm)
-            row = (
-                f"| {d} | {r['gp_points']} | {'warm' if warm else 'cold'} | {r['total']:.1f} | {r['fit']:.1f} "
-                f"| {r['step']:.2f} | {r['explore']:.1f} | {r['top_up']:.2f} |"
-            )
-            print(row, flush=True)
-            lines.append(row)
+    extra = json.loads(args.policy_config)
+    where = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with "
+        f"{torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.1f}"
+    )
+    if args.device.startswith("cuda"):
+        where += f", {torch.cuda.get_device_name()}"
+    lines: list[str] = []
+    for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
+        section = [
+            f"{policy} suggest on {args.device}, n = {args.n} observations, config {json.dumps(extra)}; {where}",
+            "",
+        ]
+        header = "| d | GP points | fit start | suggest (s) | fit | step | batch (b = d points) | top-up, 1 point |"
+        section += [header, "|---" * (header.count("|") - 1) + "|"]
+        print("\n".join(section), flush=True)
+        for d in args.dims:
+            for warm in [True, False] if args.cold else [True]:
+                r = time_suggest(policy, d, args.n, args.n_max, warm, args.device, extra)
+                row = (
+                    f"| {d} | {r['gp_points']} | {'warm' if warm else 'cold'} | {r['total']:.1f} | {r['fit']:.1f} "
+                    f"| {r['step']:.2f} | {r['batch']:.1f} | {r['top_up']:.2f} |"
+                )
+                print(row, flush=True)
+                section.append(row)
+        print(flush=True)
+        lines += [*section, ""]
     if args.out:
         with open(args.out, "w") as out:
             out.write("\n".join(lines) + "\n")

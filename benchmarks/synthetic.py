@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the CSV, run the rest")
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown and plots")
     parser.add_argument("--no-optimum", action="store_true", help="skip estimating f* of the GP functions")
+    parser.add_argument(
+        "--deadline-s",
+        type=float,
+        help="stop every run this many seconds after the start and keep it cut short (the report then cuts "
+        "that method to its shortest run); for a machine lent for a fixed time",
+    )
     return parser
 
 
@@ -281,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             for runner in dict.fromkeys(runner_for(method, r) for r in runners):
                 for seed in range(args.seed0, args.seed0 + args.seeds):
                     specs.append(RunSpec(objective, method, runner, seed, args.evals, configs.get(method)))
+    if args.deadline_s is not None:
+        specs = [replace(s, deadline=time.time() + args.deadline_s) for s in specs]
 
     state = load_json(json_path) if args.resume else {"meta": {}, "runs": [], "failed": []}
     if args.resume and csv_path.exists():

@@ -1,4 +1,4 @@
-"""The local gradient policies (gibo, minucb) driven through suggest() by a loop that acts as the engine.
+"""The local gradient policies (gibo, minucb, la-minucb, mpd) driven through suggest() by a loop acting as the engine.
 
 The loop keeps a plan queue and a set of running trials: a worker asks when it is free (the plan
 first; the policy only when the plan is short, with X_pending = running + planned), and the oldest
@@ -99,7 +99,7 @@ def test_closes_ninety_percent_of_the_gap_on_a_noisy_10d_quadratic_in_200_evalua
         assert all(info["ucb_next"] <= info["ucb_t"] for info in steps)
 
 
-@pytest.mark.parametrize("policy", ["minucb", "gibo"])
+@pytest.mark.parametrize("policy", ["minucb", "gibo", "la-minucb", "mpd"])
 def test_a_policy_rebuilt_from_the_stored_state_continues_identically(policy: str) -> None:
     d = 3
     f, _ = quadratic(d)
@@ -164,7 +164,7 @@ def test_the_minucb_step_does_not_raise_the_upper_bound() -> None:
         assert float(f(x_next)) < float(f(x_t))
 
 
-@pytest.mark.parametrize("policy", ["minucb", "gibo"])
+@pytest.mark.parametrize("policy", ["minucb", "gibo", "la-minucb", "mpd"])
 def test_a_config_with_an_unknown_or_bad_key_is_refused(policy: str) -> None:
     cls = get_policy(policy)
     with pytest.raises(ValidationError, match="bogus"):

@@ -81,7 +81,10 @@ class RunSpec:
     policy: str | None = None  # the registered policy when ``method`` is a label for a configured variant
     noise_std: float | None = None  # evaluation noise instead of the objective's own (0: noise-free)
     device: str = "cpu"  # where a direct run's policy computes (SuggestRequest.device), e.g. "cuda"
-    deadline: float | None = None  # time.time() after which a run stops early, its evaluations so far kept
+    deadline: float | None = None  # epoch seconds: stop there and keep the evaluations so far (a cut run)
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.time() > self.deadline
 
     @property
     def policy_name(self) -> str:
@@ -234,8 +237,8 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
         return torch.stack(rows) if rows else torch.empty(0, d, dtype=DTYPE)
 
     for _ in range(spec.evals):
-        if spec.deadline is not None and time.time() > spec.deadline:
-            break  # a short run: len(rows) < spec.evals says so
+        if spec.out_of_time():
+            break  # a cut run: len(rows) < spec.evals says so
         if not queue:
             request = SuggestRequest(
                 dim=d,
@@ -344,6 +347,8 @@ def run_optuna(spec: RunSpec, objective: Objective, progress: Progress | None = 
     rec = Recorder(spec, objective, progress)
     study = optuna.create_study(direction=objective.direction, sampler=make_sampler(spec.method, spec.seed))
     for _ in range(spec.evals):
+        if spec.out_of_time():
+            break
         trial = study.ask(distributions)
         x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
         y, f = rec.evaluate(x)

@@ -11,6 +11,7 @@ trace needs no values at Z, so a whole iteration's batch is chosen in one call. 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -57,14 +58,17 @@ def explore(
     num_restarts: int = 5,
     raw_samples: int = 64,
     seed: int = 0,
+    acquisition: Callable[[GradientTrace], AcquisitionFunction] = GradientInformation,
 ) -> Exploration:
     """Up to ``count`` points (at least ``min_count``) that greedily minimise alpha_trace at x.
 
     A: n x d, the inputs conditioned on (observed, pending, planned); x: d; bounds: 2 x d.
+    ``acquisition`` builds the acquisition from the trace, which ``explore`` extends point by point
+    (GIBO's trace reduction by default; mpd passes its own).
     """
     trace = GradientTrace(params, A, x)
     trace_before = float(trace.trace)
-    acq = GradientInformation(trace)
+    acq = acquisition(trace)
     chosen: list[Tensor] = []
     for i in range(count):
         z, gain = optimize_acqf(

@@ -92,7 +92,7 @@ def _scaled_sq_dist(X1: Tensor, X2: Tensor, lengthscale: Tensor) -> Tensor:
     return sq.clamp_min(0.0)
 
 
-def _train_data(model: SingleTaskGP) -> tuple[Tensor, Tensor, Tensor]:
+def train_data(model: SingleTaskGP) -> tuple[Tensor, Tensor, Tensor]:
     """(inputs n x d, targets minus the prior mean n, output scale) of a SingleTaskGP, in model units."""
     A = model.train_inputs[0]
     resid = model.train_targets - model.mean_module.constant.detach().reshape(())
@@ -101,7 +101,7 @@ def _train_data(model: SingleTaskGP) -> tuple[Tensor, Tensor, Tensor]:
     return A, resid, scale
 
 
-def _chol(params: KernelParams, A: Tensor) -> Tensor:
+def chol(params: KernelParams, A: Tensor) -> Tensor:
     """Lower Cholesky factor of k(A, A) + n2 I: n x n."""
     K = params.kernel(A, A) + params.noise * torch.eye(A.shape[-2], dtype=A.dtype, device=A.device)
     return torch.linalg.cholesky(K)
@@ -114,8 +114,8 @@ def gradient_posterior(model: SingleTaskGP, x: Tensor) -> tuple[Tensor, Tensor]:
     transform (mean by its std, covariance by its variance). The prior mean m is subtracted.
     """
     params = KernelParams.from_model(model)
-    A, resid, scale = _train_data(model)
-    L = _chol(params, A)
+    A, resid, scale = train_data(model)
+    L = chol(params, A)
     G = params.kernel_grad(x, A)  # b x n x d
     alpha = torch.cholesky_solve(resid.unsqueeze(-1), L)  # n x 1
     mean = (G.transpose(-1, -2) @ alpha).squeeze(-1)  # b x d
@@ -136,11 +136,11 @@ class GradientTrace:
     def __init__(self, params: KernelParams, A: Tensor, x: Tensor) -> None:
         self.params, self.A, self.x = params, A, x
         eye = torch.eye(A.shape[-2], dtype=A.dtype, device=A.device)
-        self.Li = torch.linalg.solve_triangular(_chol(params, A), eye, upper=False)  # n x n
+        self.Li = torch.linalg.solve_triangular(chol(params, A), eye, upper=False)  # n x n
         self.W = self.Li @ params.kernel_grad(x, A)  # n x d
         self.trace = params.prior_grad_cov().diagonal().sum() - self.W.pow(2).sum()
 
-    def _parts(self, Z: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def parts(self, Z: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """V = Li k(A, Z) as ... x q x n, C = Cov_A(f(Z), grad f(x)): ... x q x d, S = Cov_A(f(Z)) + n2 I."""
         p, n, q = self.params, self.A.shape[-2], Z.shape[-2]
         flat = Z.reshape(-1, Z.shape[-1])  # (batch q) x d: one matmul for the whole batch
@@ -153,7 +153,7 @@ class GradientTrace:
 
     def reduction(self, Z: Tensor) -> Tensor:
         """tr(C^T S^{-1} C) for Z: batch x q x d -> batch."""
-        _, C, S = self._parts(Z)
+        _, C, S = self.parts(Z)
         return torch.linalg.solve_triangular(torch.linalg.cholesky(S), C, upper=False).pow(2).sum((-1, -2))
 
     def trace_after(self, Z: Tensor) -> Tensor:
@@ -162,7 +162,7 @@ class GradientTrace:
 
     def extend(self, Z: Tensor) -> None:
         """Condition on Z (q x d) too: A <- [A; Z], with the block update of Li, W and the trace."""
-        V, C, S = self._parts(Z)  # q x n, q x d, q x q
+        V, C, S = self.parts(Z)  # q x n, q x d, q x q
         L22i = torch.linalg.solve_triangular(torch.linalg.cholesky(S), torch.eye(Z.shape[-2]).to(Z), upper=False)
         n = self.A.shape[-2]
         bottom = torch.cat([-L22i @ V @ self.Li, L22i], dim=-1)  # q x (n + q)
@@ -175,5 +175,5 @@ class GradientTrace:
 
 def gradient_trace_after(model: SingleTaskGP, x: Tensor, Z: Tensor) -> Tensor:
     """tr Cov(grad f(x) | data, noisy unobserved Z) in the units of y^2; x: d, Z: batch x q x d -> batch."""
-    A, _, scale = _train_data(model)
+    A, _, scale = train_data(model)
     return scale**2 * GradientTrace(KernelParams.from_model(model), A, x).trace_after(Z)

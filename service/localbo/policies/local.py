@@ -20,16 +20,19 @@ conditions of the acquisition optimisers, refits after a failed fit) is seeded b
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import torch
+from botorch.acquisition import AcquisitionFunction
 from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import gp
 from localbo.policies.base import Policy, PolicyConfig, PolicyConfigError, Suggestion, SuggestRequest
-from localbo.policies.exploration import explore, local_box
+from localbo.policies.exploration import GradientInformation, explore, local_box
+from localbo.policies.gradients import GradientTrace
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -73,9 +76,7 @@ Scalar = int | float | str
 PATH_FLOATS = 4096  # the iterate path kept in the state: the last PATH_FLOATS / d iterations
 
 
-def _extend_path(
-    path: list[dict[str, Any]], t: int, n: int, x_t: Tensor, info: dict[str, Any]
-) -> list[dict[str, Any]]:
+def _extend_path(path: list[dict[str, Any]], t: int, n: int, x_t: Tensor, info: dict[str, Any]) -> list[dict[str, Any]]:
     """The iterates so far, for people to see: {t, n observations when it went out, x_t, what the step did}."""
     scalars = {k: round(v, 6) if isinstance(v, float) else v for k, v in info.items() if isinstance(v, Scalar)}
     entry = {"t": t, "n": n, "x": [round(v, 6) for v in x_t.tolist()], "info": scalars}
@@ -123,6 +124,46 @@ class LocalPolicy(Policy):
         """b1: copies of x_t at the head of each iteration's batch."""
         return 1
 
+    def explore(
+        self,
+        request: SuggestRequest,
+        data: Data,
+        x_t: Tensor,
+        hypers: gp.Hypers | None,
+        head: Tensor,
+        count: int,
+        *,
+        min_count: int,
+        seed: int,
+        top_up: bool,
+    ) -> tuple[Tensor, dict[str, Any]]:
+        """The batch's points after ``head`` (k x d, count >= k >= min_count) and what to show about them.
+
+        GIBO's exploration: greedy argmin of tr Cov(grad f(x_t)) in x_t +- delta, given the data window,
+        the pending points and ``head``; the early stop only within a batch, never in a top-up.
+        """
+        config: LocalConfig = request.config  # type: ignore[assignment]
+        found = explore(
+            gp.kernel_params(hypers, request.dim, config.kernel, x_t.device),
+            torch.cat([data.conditioning(), head]),
+            x_t,
+            count,
+            local_box(x_t, config.delta),
+            epsilon=None if top_up else config.epsilon,
+            min_count=min_count,
+            num_restarts=config.num_restarts,
+            raw_samples=config.raw_samples,
+            seed=seed,
+            acquisition=self.exploration_acquisition(request, data, x_t, hypers),
+        )
+        return found.Z, {"trace_before": found.trace_before, "trace_after": found.trace_after}
+
+    def exploration_acquisition(
+        self, request: SuggestRequest, data: Data, x_t: Tensor, hypers: gp.Hypers | None
+    ) -> Callable[[GradientTrace], AcquisitionFunction]:
+        """The acquisition ``explore`` maximises, built from its GradientTrace: GIBO's trace reduction."""
+        return GradientInformation
+
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: LocalConfig = request.config  # type: ignore[assignment]
         dev, d = request.device, request.dim
@@ -162,19 +203,18 @@ class LocalPolicy(Policy):
         d = request.dim
         b1 = self.resamples(config)
         head = x_t.expand(b1, d)
-        found = explore(
-            gp.kernel_params(hypers, d, config.kernel, x_t.device),
-            torch.cat([data.conditioning(), head]),
+        Z, found = self.explore(
+            request,
+            data,
             x_t,
+            hypers,
+            head,
             max(config.samples_per_iteration or d, request.count - b1),
-            local_box(x_t, config.delta),
-            epsilon=config.epsilon,
             min_count=request.count - b1,
-            num_restarts=config.num_restarts,
-            raw_samples=config.raw_samples,
             seed=_seed(request.seed, t, 0),
+            top_up=False,
         )
-        batch = torch.cat([head, found.Z])
+        batch = torch.cat([head, Z])
         state = {
             "t": t,
             "x_t": x_t.tolist(),
@@ -184,25 +224,24 @@ class LocalPolicy(Policy):
             "extra": 0,
             "hypers": hypers,
         }
-        info = {**info, "t": t, "batch": batch.shape[0], "trace_before": found.trace_before}
-        info["trace_after"] = found.trace_after
+        info = {**info, "t": t, "batch": batch.shape[0], **found}
         state["path"] = _extend_path(request.state.get("path") or [], t, data.X.shape[0], x_t, info)
         return Suggestion(X=batch, state=state, info=info)
 
     def _top_up(self, request: SuggestRequest, data: Data, state: dict[str, Any], x_t: Tensor) -> Suggestion:
         """``count`` more exploration points around x_t while the batch's results are still out (no fit)."""
-        config: LocalConfig = request.config  # type: ignore[assignment]
         t, extra = int(state["t"]), int(state["extra"])
-        found = explore(
-            gp.kernel_params(state.get("hypers"), request.dim, config.kernel, x_t.device),
-            data.conditioning(),
+        Z, found = self.explore(
+            request,
+            data,
             x_t,
+            state.get("hypers"),
+            x_t.new_zeros(0, request.dim),
             request.count,
-            local_box(x_t, config.delta),
-            num_restarts=config.num_restarts,
-            raw_samples=config.raw_samples,
+            min_count=request.count,
             seed=_seed(request.seed, t, 1 + extra),
+            top_up=True,
         )
-        new_state = {**state, "phase": "top-up", "extra": extra + found.Z.shape[0]}
-        info = {"event": "top-up", "t": t, "points": found.Z.shape[0], "trace_after": found.trace_after}
-        return Suggestion(X=found.Z, state=new_state, info=info)
+        new_state = {**state, "phase": "top-up", "extra": extra + Z.shape[0]}
+        info = {"event": "top-up", "t": t, "points": Z.shape[0], **found}
+        return Suggestion(X=Z, state=new_state, info=info)

@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 from botorch.acquisition.analytic import AnalyticAcquisitionFunction
+from botorch.acquisition.objective import PosteriorTransform
 from botorch.models import SingleTaskGP
+from botorch.models.model import Model
 from botorch.optim import optimize_acqf
 from botorch.utils.transforms import t_batch_mode_transform
 from pydantic import Field
@@ -40,8 +42,8 @@ class MinUCBConfig(LocalConfig):
 class NegativeUCB(AnalyticAcquisitionFunction):
     """-(mu(x) + beta * sigma(x)) of f (no noise), in the units of y; maximising it minimises the bound."""
 
-    def __init__(self, model: SingleTaskGP, beta: float) -> None:
-        super().__init__(model=model)
+    def __init__(self, model: Model, beta: float, posterior_transform: PosteriorTransform | None = None) -> None:
+        super().__init__(model=model, posterior_transform=posterior_transform)  # BoTorch's value-function hook
         self.beta = beta
 
     @t_batch_mode_transform(expected_q=1)
