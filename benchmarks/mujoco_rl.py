@@ -63,7 +63,7 @@ DEFAULT_OUT = ROOT / "benchmarks" / "results"
 NAME = "mujoco"
 METHODS = ("la-minucb", "minucb", "gibo", "random")
 FULL = {"tasks": "cartpole,swimmer,hopper", "methods": ",".join(METHODS), "seeds": 3}
-SMOKE = {"tasks": "cartpole-h30,swimmer-h30,hopper-h30", "methods": "gibo,minucb,random", "seeds": 1}
+SMOKE = {"tasks": "cartpole-h30,swimmer-h30,hopper-h30", "methods": "la-minucb,gibo,minucb,random", "seeds": 1}
 SMOKE_EVALS = 12
 EPISODES = {"cartpole": 100, "swimmer": 500, "hopper": 1000}
 # GIBO's RL reference (algorithms.md 4.2: its repo's result files, 10 runs, the iterate's return):

@@ -81,16 +81,16 @@ def test_smoke_run_writes_csv_markdown_and_plots(tmp_path: Path) -> None:
     for row in rows:
         runs[(row["objective"], row["method"])].append(row)
     tasks = {"cartpole-h30", "swimmer-h30", "hopper-h30"}
-    assert set(runs) == {(t, m) for t in tasks for m in ("gibo", "minucb", "random")}
+    assert set(runs) == {(t, m) for t in tasks for m in ("la-minucb", "gibo", "minucb", "random")}
     for key, run_rows in runs.items():
         assert len(run_rows) == 12, key
         assert all(r["source"] != "fallback" for r in run_rows), key
         if key[1] != "random":  # the local policies expose x_t: its test return is recorded
             assert all(r["incumbent_from"] == "policy" for r in run_rows), key
-    # Every method sees the same episode seeds: x_0 = the centre of the box = W = 0 for both local
+    # Every method sees the same episode seeds: x_0 = the centre of the box = W = 0 for the local
     # policies, and their first evaluation is x_0, so its return is the same.
     for task in tasks:
-        assert runs[(task, "gibo")][0]["y"] == runs[(task, "minucb")][0]["y"], task
+        assert runs[(task, "gibo")][0]["y"] == runs[(task, "minucb")][0]["y"] == runs[(task, "la-minucb")][0]["y"]
     md = (tmp_path / "mujoco.md").read_text()
     assert md.startswith("# RL benchmark")
     for task in tasks:
