@@ -35,7 +35,7 @@ def test_smoke_run_writes_results_with_positive_rates_and_no_errors(tmp_path: Pa
 
 
 @pytest.mark.parametrize(
-    "script", ["asktell_throughput.py", "synthetic.py", "latency.py", "lipschitz.py", "dashboard.py"]
+    "script", ["asktell_throughput.py", "synthetic.py", "latency.py", "lipschitz.py", "dashboard.py", "mujoco_rl.py"]
 )
 def test_smoke_refuses_to_write_into_the_committed_results(script: str) -> None:
     done = run_benchmark(script, "--smoke", "--out", str(BENCHMARKS / "results"), timeout=60, ok=False)

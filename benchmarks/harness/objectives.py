@@ -31,6 +31,10 @@ Registered names (``registry()``; the parametric families also resolve any ``d``
   ([-3, 3] x [-2, 2]), ``goldsteinprice`` ([-2, 2]^2, f* = 3; not in botorch, defined here), ``hartmann3``,
   ``michalewicz2``, ``michalewicz5``, ``michalewicz10`` (``michalewicz<d>``, [0, pi]^d), with
   ``rosenbrock2`` .. ``rosenbrock5`` from the family above; noise std 0.1 (a runner may override it).
+- ``cartpole`` (4-D), ``swimmer`` (16-D), ``hopper`` (33-D): linear policies on gymnasium environments
+  (``harness/rl.py``), *maximised*, episodic: an evaluation is one seeded episode's return
+  (``Objective.episode``), the objective's value ``obj(X)`` the mean return over fixed test episodes.
+  ``<task>-h<steps>`` cuts the episodes to ``steps`` (smoke runs).
 """
 
 from __future__ import annotations
@@ -85,6 +89,9 @@ class Objective:
     instance: int = 0
     direction: Literal["minimize", "maximize"] = "minimize"
     description: str = ""
+    # Episodic objectives: the return of one episode at x (d, user units) reset with a seed; evaluations
+    # call it, and ``fn`` is the mean over fixed test episodes (a runner's value for an iterate).
+    episode: Callable[[Tensor, int], float] | None = field(default=None, repr=False)
 
     def __call__(self, X: Tensor) -> Tensor:
         """Noise-free values at ``X`` (n x d or d, user units): a tensor of n values."""
@@ -278,20 +285,51 @@ _FAMILIES: dict[str, Callable[[int], ObjectiveSpec]] = {
 }
 
 
+def make_rl(name: str, horizon: int | None = None) -> ObjectiveSpec:
+    from harness.rl import PARAM_BOUND, TASKS, LinearPolicyTask
+
+    task = TASKS[name]
+    label = name if horizon is None else f"{name}-h{horizon}"
+    steps = horizon or task.horizon
+    description = f"linear policy on {task.env_id}, {task.dim} parameters, no bias, episodes of <= {steps} steps"
+
+    def build(instance: int) -> Objective:
+        env = LinearPolicyTask(task, horizon)
+        return Objective(
+            name=label,
+            dim=task.dim,
+            bounds=torch.tensor([[-PARAM_BOUND] * task.dim, [PARAM_BOUND] * task.dim], dtype=DTYPE),
+            fn=env.value,
+            noise_std=0.0,
+            instance=0,
+            direction="maximize",
+            description=description,
+            episode=env.episode,
+        )
+
+    return ObjectiveSpec(label, task.dim, 0.0, False, description, build)
+
+
+_RL = ("cartpole", "swimmer", "hopper")
+
+
 def registry() -> list[str]:
     """The registered names (the families gp<d>, ackley<d>, rosenbrock<d>, michalewicz<d> take any d too)."""
-    return list(_FIXED)
+    return [*_FIXED, *_RL]
 
 
 @cache
 def objective_spec(name: str) -> ObjectiveSpec:
     if name in _FIXED:
         return _FIXED[name]()
+    rl = re.fullmatch(r"([a-z]+)(?:-h(\d+))?", name)
+    if rl and rl.group(1) in _RL and (rl.group(2) is None or int(rl.group(2)) >= 1):
+        return make_rl(rl.group(1), int(rl.group(2)) if rl.group(2) else None)
     match = re.fullmatch(r"([a-z]+)(\d+)", name)
     if match and match.group(1) in _FAMILIES and int(match.group(2)) >= 1:
         return _FAMILIES[match.group(1)](int(match.group(2)))
     families = ", ".join(f"{f}<d>" for f in _FAMILIES)
-    raise KeyError(f"unknown objective {name!r}; expected one of {registry()} or {families}")
+    raise KeyError(f"unknown objective {name!r}; expected one of {registry()}, {families} or <rl task>-h<steps>")
 
 
 @cache

@@ -21,6 +21,12 @@ the latest ``Suggestion.info`` or state holds an incumbent (``INCUMBENT_KEYS``, 
 ``[0, 1]^d``), ``f(x_t)`` is recorded with ``incumbent_from = "policy"``; otherwise the incumbent is
 the best evaluated point (``incumbent = best_so_far``, ``incumbent_from = "best"``). The HTTP API
 does not expose the policy state, so ``http`` runs record ``"best"``.
+
+Episodic objectives (``Objective.episode``: the RL tasks) are noisy by nature: evaluation i is one
+episode reset with a seed fixed by (objective, run seed, i), the same for every method; ``y`` = ``f``
+= that episode's return, so ``best_so_far`` is the best single return seen; the incumbent's value
+is ``obj(x)``, the mean return over the objective's fixed test episodes, at the policy's x_t or,
+for policies without one, at the evaluated point with the best return (``incumbent_from = "best"``).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from harness.objectives import DTYPE, Objective, get_objective, instance_for, noise_draws
+from harness.objectives import DTYPE, Objective, get_objective, instance_for, noise_draws, stable_seed
 
 COLUMNS = [
     "objective",
@@ -74,6 +80,7 @@ class RunSpec:
     url: str | None = None  # the server, for runner "http"
     policy: str | None = None  # the registered policy when ``method`` is a label for a configured variant
     noise_std: float | None = None  # evaluation noise instead of the objective's own (0: noise-free)
+    device: str = "cpu"  # where a direct run's policy computes (SuggestRequest.device), e.g. "cuda"
     deadline: float | None = None  # epoch seconds: stop there and keep the evaluations so far (a cut run)
 
     def out_of_time(self) -> bool:
@@ -140,20 +147,34 @@ class Recorder:
         self.t0 = time.perf_counter()
         self._incumbent_x: Tensor | None = None
         self._incumbent_f = math.nan
+        self._last_x: Tensor | None = None  # the point of the latest evaluation (user units)
+        self._best_x: Tensor | None = None  # episodic objectives: the point with the best return (unit cube)
 
     def evaluate(self, x_user: Tensor) -> tuple[float, float]:
         """(noisy value, noise-free value) of the next evaluation, in the objective's direction."""
         i = len(self.rows)
+        self._last_x = x_user
+        if self.objective.episode is not None:  # one seeded episode: noisy, and the only value there is
+            y = self.objective.episode(x_user, stable_seed("episode", self.objective.name, self.spec.seed, i))
+            return y, y
         f = float(self.objective(x_user)[0])
         return f + self.noise_std * float(self.eps[i]), f
 
+    def _value_at(self, incumbent_unit: Tensor) -> float:
+        """The objective's value at an incumbent, computed again only when the incumbent moves."""
+        if self._incumbent_x is None or not torch.equal(incumbent_unit, self._incumbent_x):
+            self._incumbent_x = incumbent_unit.clone()
+            self._incumbent_f = float(self.objective(self.objective.to_user(incumbent_unit))[0])
+        return self._incumbent_f
+
     def record(self, y: float, f: float, source: str, incumbent_unit: Tensor | None = None) -> None:
+        if self.sign * f < self.best and self._last_x is not None:
+            self._best_x = self.objective.to_unit(self._last_x)
         self.best = min(self.best, self.sign * f)
         if incumbent_unit is not None:
-            if self._incumbent_x is None or not torch.equal(incumbent_unit, self._incumbent_x):
-                self._incumbent_x = incumbent_unit.clone()
-                self._incumbent_f = float(self.objective(self.objective.to_user(incumbent_unit))[0])
-            incumbent, incumbent_from = self._incumbent_f, "policy"
+            incumbent, incumbent_from = self._value_at(incumbent_unit), "policy"
+        elif self.objective.episode is not None and self._best_x is not None:
+            incumbent, incumbent_from = self._value_at(self._best_x), "best"
         else:
             incumbent, incumbent_from = self.sign * self.best, "best"
         self.rows.append(
@@ -217,7 +238,7 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
 
     for _ in range(spec.evals):
         if spec.out_of_time():
-            break
+            break  # a cut run: len(rows) < spec.evals says so
         if not queue:
             request = SuggestRequest(
                 dim=d,
@@ -228,6 +249,7 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
                 state=state,
                 config=config,
                 seed=spec.seed,
+                device=torch.device(spec.device),
             )
             try:
                 try:
