@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv and installs localbo (server, policies, CLI), its client and the test tools.
+# Creates .venv and installs localbo (server, policies, CLI), its client, the test tools and the
+# benchmarks' extras (the tests run every benchmark's smoke mode, the RL one included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -11,7 +12,7 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip install -q "$TORCH_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import torch" || { echo "torch did not install ($TORCH_SPEC)" >&2; exit 1; }
-.venv/bin/python -m pip install -q -e ".[dev]" -e ./client 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -m pip install -q -e ".[dev,bench]" -e ./client 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import localbo, localbo_client, botorch" || { echo "localbo did not install" >&2; exit 1; }
 touch .venv/.installed
 echo "set up: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
