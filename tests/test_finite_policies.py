@@ -49,15 +49,20 @@ def test_greedy_cover_covers_every_point_within_eps_and_within_the_greedy_bound_
     assert best <= centres.numel() <= (1 + math.log(largest_degree)) * best
 
 
-def test_greedy_cover_is_the_same_when_the_graph_is_recomputed_in_small_blocks_instead_of_stored() -> None:
+@pytest.mark.parametrize("eps", [0.05, 0.1, 0.3])
+def test_greedy_cover_is_the_same_from_a_dense_graph_stored_pairs_and_rows_recomputed_in_small_blocks(
+    eps: float,
+) -> None:
     X = random_points(300, 1)
     D = torch.cdist(X, X)
     points = torch.arange(0, 300, 2)  # a subset: local indices differ from candidate indices
-    stored = greedy_cover(matrix_distance(D), points, 0.1)
-    streamed = greedy_cover(matrix_distance(D), points, 0.1, block=64, max_pairs=0)
+    dense = greedy_cover(matrix_distance(D), points, eps)
+    stored = greedy_cover(matrix_distance(D), points, eps, dense=0)
+    streamed = greedy_cover(matrix_distance(D), points, eps, block=64, max_pairs=0, dense=0)
     assert torch.equal(stored, streamed)
+    assert torch.equal(dense, stored)  # the same centres, ties broken alike
     assert set(stored.tolist()) <= set(points.tolist())
-    assert (D[stored][:, points].min(0).values <= 0.1).all()
+    assert (D[stored][:, points].min(0).values <= eps).all()
 
 
 def posterior(n_candidates: int = 400, n_obs: int = 8, seed: int = 0) -> tuple[FinitePosterior, FiniteSpace]:
@@ -170,9 +175,18 @@ def test_continuous_only_policies_refuse_a_finite_space_and_name_the_ones_that_r
         get_policy("chaining-ucb").check_space("continuous")
 
 
-def test_the_chaining_bonus_is_the_same_from_stored_pairs_and_from_streamed_blocks() -> None:
-    post, _ = posterior(n_candidates=300)
-    stored = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05)
-    streamed = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05, block=1000, max_pairs=0)
-    assert stored.sizes == streamed.sizes
-    assert torch.equal(stored.bonus, streamed.bonus)
+@pytest.mark.parametrize("n_obs", [8, 40])
+def test_the_chaining_bonus_is_the_same_however_the_levels_get_their_graphs(n_obs: int) -> None:
+    post, _ = posterior(n_candidates=300, n_obs=n_obs)
+    dense = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05)  # dense level 1, stored pairs
+    ways = {
+        "stored pairs only": {"dense": 0},
+        "pairs within a smaller radius, dense levels above it": {"max_pairs": 3000},
+        "pairs within a smaller radius, streamed levels above it": {"max_pairs": 3000, "dense": 0, "block": 1000},
+        "everything streamed": {"max_pairs": 0, "dense": 0, "block": 1000},
+        "every level dense": {"max_pairs": 0},
+    }
+    for name, kw in ways.items():
+        other = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05, **kw)
+        assert other.sizes == dense.sizes, name
+        assert torch.equal(other.bonus, dense.bonus), name
