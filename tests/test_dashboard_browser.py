@@ -177,3 +177,26 @@ def test_a_finite_space_study_page_draws_its_charts_without_errors(server: Serve
     for chart in ("history", "parallel"):
         assert int(page.locator(f"#{chart}").get_attribute("data-drawn")) > 0, chart
     assert "2 parameters (a, b)" in page.locator("#meta").inner_text()
+
+
+def test_a_categorical_study_shows_its_choices_in_the_table_and_draws_them(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("categorical")
+    space = {
+        "x": {"type": "float", "low": 0, "high": 1},
+        "optimizer": {"type": "categorical", "choices": ["sgd", "adam", "<lbfgs>"]},  # escaped in the table
+        "n": {"type": "int", "low": 1, "high": 3},
+    }
+    api.post("studies", {"name": name, "space": space, "policy": "random", "seed": 3})
+    asked = []
+    for k in range(6):
+        trial = api.ask(name)
+        asked.append(trial["params"])
+        api.tell(name, trial["number"], float(k))
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    assert "3 parameters (x, optimizer, n)" in page.locator("#meta").inner_text()
+    rows = page.get_by_test_id("trials").locator("tbody tr")
+    assert rows.count() == 6
+    for k, params in enumerate(reversed(asked)):  # newest first: the table's columns are x, optimizer, n
+        cells = rows.nth(k).locator("td").all_inner_texts()
+        assert cells[4] == params["optimizer"] and cells[5] == str(params["n"]), (cells, params)
+    assert int(page.locator("#parallel").get_attribute("data-drawn")) == 6

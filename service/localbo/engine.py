@@ -102,11 +102,6 @@ def request_hash(op: str, body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps([op, body], sort_keys=True).encode()).hexdigest()
 
 
-def space_dim(space: dict[str, Any]) -> int:
-    """The number of parameters of a stored space (continuous: its specs; finite: its summary's params)."""
-    return len(space["params"]) if is_finite_spec(space) else len(space)
-
-
 def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: str = "continuous") -> dict[str, Any]:
     """The policy's config with its defaults filled in, or a 422 naming the field."""
     try:
@@ -171,7 +166,7 @@ class Engine:
                 stored, dim, kind = finite.summary(), finite.dim, "finite"
             else:
                 parsed = SearchSpace.parse(space)
-                stored, dim, kind = parsed.spec(), parsed.dim, "continuous"
+                stored, dim, kind = parsed.spec(), parsed.dim, parsed.kind
         except SpaceError as exc:
             raise InvalidInput(exc.field, exc.message) from None
         if direction not in ("minimize", "maximize"):
@@ -310,7 +305,7 @@ class Engine:
                 "number": study.trial_count + i + 1,
                 "state": "running",
                 "params": self._params(study, x, candidate, finite),
-                "x": x,
+                "x": x if finite is not None else self._space(study).snap(x),  # the point evaluated
                 "value": None,
                 "reason": None,
                 "source": source,
@@ -365,6 +360,10 @@ class Engine:
             rows, kernel = repo.load_candidates(conn, study.id)
             cached = self._candidates[key] = Candidates(list(rows), kernel, study.space)
         return cached
+
+    def _dim(self, study: Row) -> int:
+        """The coordinates of the study's points (a finite space: its parameters)."""
+        return len(study.space["params"]) if is_finite_spec(study.space) else self._space(study).dim
 
     def _space(self, study: Row) -> SearchSpace:
         """The study's parsed space; spaces never change after creation."""
@@ -492,7 +491,7 @@ class Engine:
         queue = (study.policy_config or {}).get("queue", "auto")
         if queue != "auto":
             return queue
-        size = n * space_dim(study.space)
+        size = n * self._dim(study)
         return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
 
     def _run_policy(
@@ -505,7 +504,7 @@ class Engine:
         failed: list[int] | None = None,
     ) -> Plan:
         cls = get_policy(study.policy)
-        dim = space_dim(study.space)
+        dim = self._dim(study)
         saved = study.policy_state or {}
         state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
         sign = 1.0 if study.direction == "minimize" else -1.0  # policies minimise

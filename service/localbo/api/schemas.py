@@ -19,7 +19,8 @@ class StudyCreate(Strict):
     direction: Literal["minimize", "maximize"] = "minimize"
     space: dict[str, Any] = Field(
         description='{"x": {"type": "float", "low": 0, "high": 1, "log": false}, '
-        '"n": {"type": "int", "low": 1, "high": 8}}; or a finite space: {"kind": "finite", '
+        '"n": {"type": "int", "low": 1, "high": 8}, "opt": {"type": "categorical", "choices": ["sgd", "adam"]}}; '
+        'or a finite space: {"kind": "finite", '
         '"candidates": [{"id": "a", "params": {"x": 0.5, "n": 3}}, ...] or "csv": "id,x,n\\n...", '
         '"kernel"?: N x N matrix or "cosine", "allow_repeats"?: false}'
     )

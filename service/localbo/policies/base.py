@@ -108,7 +108,9 @@ class Policy(ABC):
     # False for policies that ignore the data (random, sobol): the engine then skips
     # loading the study's trials on every plan.
     needs_history: ClassVar[bool] = True
-    # The kinds of search space the policy runs on: "continuous" (the unit cube), "finite" (candidates).
+    # The kinds of search space the policy runs on: "continuous" (the unit cube), "categorical" (the unit cube
+    # with one-hot blocks, snapped to their argmax by the engine: fine for a global search, meaningless for a
+    # local step or gradient), "finite" (candidates).
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous"})
 
     @classmethod

@@ -126,6 +126,7 @@ class GlobalPolicy(Policy):
 
     Config: ClassVar[type[PolicyConfig]] = GlobalConfig
     lipschitz: ClassVar[bool] = False
+    spaces: ClassVar[frozenset[str]] = frozenset({"continuous", "categorical"})
 
     @classmethod
     def check_study(cls, dim: int, config: PolicyConfig) -> None:

@@ -16,7 +16,7 @@ class RandomSearch(Policy):
     name = "random"
     Config = PlanAheadConfig
     needs_history = False
-    spaces = frozenset({"continuous", "finite"})
+    spaces = frozenset({"continuous", "categorical", "finite"})
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: PlanAheadConfig = request.config  # type: ignore[assignment]

@@ -17,6 +17,7 @@ class Sobol(Policy):
     name = "sobol"
     Config = PlanAheadConfig
     needs_history = False
+    spaces = frozenset({"continuous", "categorical"})
 
     @classmethod
     def check_study(cls, dim: int, config: PlanAheadConfig) -> None:

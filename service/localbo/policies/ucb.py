@@ -93,7 +93,7 @@ class UCB(GlobalPolicy):
 
     name = "ucb"
     Config = GPUCBConfig
-    spaces = frozenset({"continuous", "finite"})
+    spaces = frozenset({"continuous", "categorical", "finite"})
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         if request.finite is not None:

@@ -17,9 +17,11 @@ const ago = (iso) => {
   return new Date(iso).toLocaleDateString();
 };
 
-// a parameter's value in user units from its unit-cube coordinate (as localbo.space.Param.from_unit)
+// a parameter's value in user units from its coordinate (as localbo.space.Param.from_unit; a categorical's
+// coordinate is its choice's position in the list, from perParameter)
 function fromUnit(spec, u) {
   u = Math.min(Math.max(u, 0), 1);
+  if (spec.type === "categorical") return spec.choices[Math.round(u * (spec.choices.length - 1))];
   if (spec.type === "int") {
     const n = spec.high - spec.low + 1;
     return spec.low + Math.min(Math.floor(u * n), n - 1);
@@ -28,6 +30,33 @@ function fromUnit(spec, u) {
     ? Math.exp(Math.log(spec.low) + u * (Math.log(spec.high) - Math.log(spec.low)))
     : spec.low + u * (spec.high - spec.low);
   return Math.min(Math.max(v, spec.low), spec.high);
+}
+
+// a value for a table cell: numbers formatted, choices (strings, booleans) as text
+const cell = (v) => (typeof v === "number" ? fmt(v) : esc(String(v)));
+
+// a point's unit coordinates, one per parameter: a categorical's one-hot block (argmax, the first on ties)
+// becomes its choice's position in [0, 1], so charts and the table index points by parameter
+function perParameter(specs) {
+  if (!specs.some((s) => s.type === "categorical")) return (x) => x;
+  return (x) => {
+    if (!x) return x;
+    const out = [];
+    let at = 0;
+    for (const s of specs) {
+      if (s.type !== "categorical") {
+        out.push(x[at]);
+        at += 1;
+        continue;
+      }
+      const k = s.choices.length;
+      let best = 0;
+      for (let j = 1; j < k; j++) if (x[at + j] > x[at + best]) best = j;
+      out.push(k > 1 ? best / (k - 1) : 0);
+      at += k;
+    }
+    return out;
+  };
 }
 
 function setLive(state, why = "") {
@@ -138,13 +167,13 @@ function emptyColumns() {
 }
 
 // trials of an event or the series, by number - 1 (numbers are dense within a study)
-function merge(into, cols) {
+function merge(into, cols, toParams = (x) => x) {
   for (let k = 0; k < cols.number.length; k++) {
     const i = cols.number[k] - 1;
     into.number[i] = cols.number[k];
     into.state[i] = cols.state[k];
     into.value[i] = cols.value[k];
-    into.x[i] = cols.x[k];
+    into.x[i] = toParams(cols.x[k]);
     into.source[i] = cols.source[k];
     into.created[i] = cols.created[k];
     into.completed[i] = cols.completed[k];
@@ -191,9 +220,10 @@ async function studyView(name) {
   const path = `studies/${encodeURIComponent(name)}`;
   const data = emptyColumns();
   const series = await get(`${path}/series`);
-  merge(data, series.trials);
   const names = Object.keys(series.space);
   const specs = names.map((n) => series.space[n]);
+  const toParams = perParameter(specs);
+  merge(data, series.trials, toParams);
   const view = { sort: "number", desc: true, page: 0, filter: "", log: false, policy: null };
   let last = series.last;
   let since = series.as_of;
@@ -211,7 +241,7 @@ async function studyView(name) {
     document.getElementById("history").dataset.drawn = history.drawn;
     view.history = history;
     const centre = view.policy?.state?.x_t ?? null;
-    const labels = specs.map((s) => [fmt(s.low), fmt(s.high)]);
+    const labels = specs.map((s) => (s.type === "categorical" ? [String(s.choices[0]), String(s.choices.at(-1))] : [fmt(s.low), fmt(s.high)]));
     const parallel = drawParallel(document.getElementById("parallel"), data, names, { direction: series.direction, centre, axisLabels: labels });
     document.getElementById("parallel").dataset.drawn = parallel.drawn;
     document.getElementById("parallel-note").textContent =
@@ -278,7 +308,7 @@ async function studyView(name) {
     () => ({ after: String(last), since }),
     (event, payload) => {
       if (event === "trials") {
-        merge(data, payload);
+        merge(data, payload, toParams);
         for (const n of payload.number) if (n > last) last = n;
         since = payload.as_of; // the server's clock: a reconnect resends what finished after it
         rerender();
@@ -393,7 +423,7 @@ function renderPolicy(view, data, names, specs) {
     html += `<h3>Centre x<sub>t</sub></h3><table class="grid compact" data-testid="centre"><thead><tr><th>parameter</th><th class="num">value</th><th class="num">position in range</th>${st.hypers?.lengthscale ? '<th class="num">GP lengthscale</th>' : ""}</tr></thead><tbody>`;
     names.slice(0, 50).forEach((n, j) => {
       const ls = st.hypers?.lengthscale?.[j];
-      html += `<tr><td>${esc(n)}</td><td class="num">${fmt(fromUnit(specs[j], st.x_t[j]))}</td><td class="num">${fmt(st.x_t[j])}</td>${ls !== undefined ? `<td class="num">${fmt(ls)}</td>` : ""}</tr>`;
+      html += `<tr><td>${esc(n)}</td><td class="num">${cell(fromUnit(specs[j], st.x_t[j]))}</td><td class="num">${fmt(st.x_t[j])}</td>${ls !== undefined ? `<td class="num">${fmt(ls)}</td>` : ""}</tr>`;
     });
     html += "</tbody></table>";
   }
@@ -434,7 +464,7 @@ function renderTable(data, names, specs, view, rerender) {
     const done = data.completed[i];
     const reason = data.reasons[String(i + 1)];
     html += `<tr><td class="num">${i + 1}</td><td><span class="badge ${data.state[i]}">${data.state[i]}</span>${reason ? ` <span class="dim" title="${esc(reason)}">${esc(reason.slice(0, 40))}</span>` : ""}</td><td class="num">${fmt(data.value[i])}</td>${shown
-      .map((_, j) => `<td class="num">${data.x[i] ? fmt(fromUnit(specs[j], data.x[i][j])) : ""}</td>`)
+      .map((_, j) => `<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`)
       .join("")}<td>${esc(data.source[i])}</td><td>${done ? new Date(done * 1000).toLocaleTimeString() : ""}</td></tr>`;
   }
   html += `</tbody></table><div class="pager"><button data-page="-1" ${view.page === 0 ? "disabled" : ""}>‹ newer</button>
