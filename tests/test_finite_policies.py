@@ -178,13 +178,12 @@ def test_continuous_only_policies_refuse_a_finite_space_and_name_the_ones_that_r
 @pytest.mark.parametrize("n_obs", [8, 40])
 def test_the_chaining_bonus_is_the_same_however_the_levels_get_their_graphs(n_obs: int) -> None:
     post, _ = posterior(n_candidates=300, n_obs=n_obs)
-    dense = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05)  # dense level 1, stored pairs
+    dense = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05)  # every level from the level codes
     ways = {
-        "stored pairs only": {"dense": 0},
-        "pairs within a smaller radius, dense levels above it": {"max_pairs": 3000},
-        "pairs within a smaller radius, streamed levels above it": {"max_pairs": 3000, "dense": 0, "block": 1000},
+        "stored pairs, streamed levels above their radius": {"dense": 0},
+        "pairs within a smaller radius": {"dense": 0, "max_pairs": 3000},
         "everything streamed": {"max_pairs": 0, "dense": 0, "block": 1000},
-        "every level dense": {"max_pairs": 0},
+        "dense graphs per level where they fit, streamed elsewhere": {"max_pairs": 0, "dense": 20_000},
     }
     for name, kw in ways.items():
         other = chaining_bonus(post.sq_distance, post.sigma, t=9, delta=0.05, **kw)

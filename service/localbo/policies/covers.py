@@ -9,21 +9,22 @@ T_i = T_(i-1) + Greedy-Cover({x : d(x, T_(i-1)) > eps_i}, d, eps_i), and
 H_i = eps_i sqrt(2 log((|T_i| + 1) i^2 t^2 pi^4 / (36 delta))); the bonus of x is the sum of H_i over
 sigma_min <= eps_i < sigma(x). As printed in Algorithm 1; the appendix's proof uses eps_(i-1), i.e. 2 H_i.
 
-``sq_distance(a, b)`` gives |a| x |b| blocks of d^2, so no N x N float matrix is ever held. One pass over the
-pairs (upper-triangle blocks, mirrored: d is symmetric) builds level 1's graph (eps = 1, where most pairs
-are near: every low-variance pair is) as a dense boolean matrix when N^2 fits ``dense``, and stores the
-pairs within the next levels' radius (1/2, halved while they are more than ``max_pairs``); each level
-keeps only the pairs within the next eps, so later levels cost little. A level beyond the stored radius
-computes its graph again in blocks: dense when it fits, else streamed with neighbour rows recomputed, so
-memory stays O(block + max_pairs + dense) at any |X|. Both greedy loops pick the same centres (ties: the
-lowest index).
+``sq_distance(a, b)`` gives |a| x |b| blocks of d^2, so no N x N float matrix is ever held; one pass
+covers the upper triangle (d is symmetric). Up to N^2 <= ``dense`` (16,384 candidates): that pass stores
+one byte per pair, the number of levels whose eps reaches it (code >= i is G at level i, the same
+comparisons d^2 <= eps_i^2), and every level's greedy reads its graph off those codes. Beyond: the pass
+stores the pairs within a radius (1, halved while they are more than ``max_pairs``), each level keeps
+only those within the next eps, and a level beyond the radius computes its graph again in blocks: dense
+when its points fit, else streamed with neighbour rows recomputed, so memory stays
+O(block + max_pairs + dense) at any |X|. Both greedy loops (a dense one in numpy, a lazy heap over
+neighbour lists) pick the same centres (ties: the lowest index).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,37 +117,39 @@ def _greedy(graph: _Graph, m: int) -> np.ndarray:
     return np.array(sorted(centres), dtype=np.int64)
 
 
-def _greedy_dense(G: Tensor) -> np.ndarray:
-    """Algorithm 2 on a dense symmetric boolean graph (diagonal set): the centres, as ``_greedy`` picks them.
-
-    Each step costs O(m) plus O(m) per newly covered point, O(m^2) in all; argmax takes the lowest index.
+def _greedy_dense(
+    rows: Callable[[np.ndarray], np.ndarray], todo: np.ndarray, block: int = BLOCK_ELEMENTS
+) -> np.ndarray:
+    """Algorithm 2 on the points ``todo`` (a mask) of a symmetric graph given by ``rows`` (indices -> their
+    boolean rows over all N points, diagonal set): the centres, as ``_greedy`` picks them (ties: the lowest
+    index). Points outside ``todo`` count as covered already. O(N) per step and per point covered; numpy on
+    the CPU (a step is a few microseconds there, a sync on a GPU).
     """
-    m = G.shape[0]
-    score = _column_counts(G)  # the degrees (G is symmetric)
-    uncovered = torch.ones(m, dtype=torch.bool, device=G.device)
+    n = todo.shape[0]
+    step = max(1, block // max(n, 1))
+
+    def column_counts(index: np.ndarray) -> np.ndarray:  # the rows' column sums, a block of rows at a time
+        total = np.zeros(n, dtype=np.int32)
+        for s in range(0, index.shape[0], step):
+            total += rows(index[s : s + step]).sum(0, dtype=np.int32)
+        return total
+
+    uncovered = todo.copy()
+    score = column_counts(np.flatnonzero(todo))  # degrees within todo (G is symmetric)
     centres: list[int] = []
-    while True:
-        masked = score.masked_fill(~uncovered, -1)
-        c = int(masked.argmax())
-        best = int(masked[c])
-        if best <= 0:
+    while n:
+        masked = np.where(uncovered, score, -1)
+        c = int(masked.argmax())  # the first on ties
+        if masked[c] <= 0:
             break
-        if best == 1:  # as in _greedy: the rest cover only themselves
-            centres.extend(uncovered.nonzero()[:, 0].tolist())
+        if masked[c] == 1:  # as in _greedy: the rest cover only themselves
+            centres.extend(np.flatnonzero(uncovered).tolist())
             break
-        newly = G[c] & uncovered
+        newly = rows(np.array([c]))[0] & uncovered
         uncovered &= ~newly
         centres.append(c)
-        score -= _column_counts(G, newly)
+        score -= column_counts(np.flatnonzero(newly))
     return np.array(sorted(centres), dtype=np.int64)
-
-
-def _column_counts(G: Tensor, rows: Tensor | None = None) -> Tensor:
-    """G[rows].sum(0) (all rows when None) as int32; numpy's boolean sum is several times faster on the CPU."""
-    if G.device.type == "cpu":
-        picked = G.numpy() if rows is None else G.numpy()[rows.numpy()]
-        return torch.from_numpy(picked.sum(0, dtype=np.int32))
-    return (G if rows is None else G[rows]).sum(0, dtype=torch.int32)
 
 
 def _dense_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: int) -> Tensor:
@@ -173,7 +176,8 @@ def greedy_cover(
     if m == 0:
         return points
     if m * m <= dense:
-        local = _greedy_dense(_dense_graph(sq_distance, points, eps, block))
+        G = _dense_graph(sq_distance, points, eps, block).cpu().numpy()
+        local = _greedy_dense(lambda index: G[index], np.ones(m, dtype=bool), block)
     else:
         local = _greedy(_blocks_graph(sq_distance, points, eps, block, max_pairs), m)
     return points[torch.as_tensor(local, device=points.device)]
@@ -193,36 +197,62 @@ class _Edges:
         return _Edges(self.a[keep], self.b[keep], self.d2[keep], radius)
 
 
-def _first_pass(
-    sq_distance: SqDistance,
-    n: int,
-    device: torch.device,
-    radius: float,
-    smallest: float,
-    block: int,
-    max_pairs: int,
-    dense: int,
-) -> tuple[Tensor | None, _Edges | None]:
-    """Level 1's graph (dense, when n^2 <= ``dense``) and the pairs within ``radius`` (halved while there are
-    more than ``max_pairs`` or n^2 / SPARSE; None below ``smallest``), from one pass over the upper-triangle
-    blocks."""
-    G = torch.zeros(n, n, dtype=torch.bool, device=device) if n * n <= dense else None
+def _upper_blocks(sq_distance: SqDistance, n: int, device: torch.device, block: int) -> Iterator[tuple[int, Tensor]]:
+    """(s, d^2 of rows s..e-1 against columns s..n-1): the upper triangle, each pair once (d is symmetric)."""
+    rows = max(1, block // n)
+    for s in range(0, n, rows):
+        e = min(s + rows, n)
+        d2 = sq_distance(torch.arange(s, e, device=device), torch.arange(s, n, device=device))
+        square = d2[:, : e - s]
+        square.copy_(torch.minimum(square, square.T))  # exactly symmetric where both orders were computed
+        square.fill_diagonal_(0.0)  # itself, whatever rounding says
+        yield s, d2
+
+
+def _level_codes(sq_distance: SqDistance, n: int, levels: int, device: torch.device, block: int) -> Tensor:
+    """n x n uint8: code[a, b] = #{i <= levels : d(a, b) <= eps_i}, so G at level i is code >= i (the same
+    comparisons d^2 <= eps_i^2 as a graph built at that level)."""
+    codes = torch.empty(n, n, dtype=torch.uint8, device=device)
+    for s, d2 in _upper_blocks(sq_distance, n, device, block):
+        code = (d2 <= 1.0).to(torch.uint8)
+        for i in range(2, levels + 1):
+            code += d2 <= 4.0 ** (1 - i)  # eps_i^2: a power of 2, exact in any float
+        codes[s : s + code.shape[0], s:] = code
+        codes[s:, s : s + code.shape[0]] = code.T
+    return codes
+
+
+def _dense_levels(codes: Tensor, levels: int) -> Iterator[Tensor]:
+    """The centres added at each level, all graphs read off the level codes."""
+    device = codes.device
+    codes_np = codes.cpu().numpy()  # the greedy runs in numpy (see _greedy_dense)
+    del codes
+    n = codes_np.shape[0]
+    near = np.zeros(n, dtype=np.uint8)  # the highest level whose eps reaches T
+    for i in range(1, levels + 1):
+
+        def rows(index: np.ndarray, i: int = i) -> np.ndarray:
+            return codes_np[index] >= i
+
+        centres = _greedy_dense(rows, near < i)  # far: d(x, T_(i-1)) > eps_i
+        if centres.size:
+            near = np.maximum(near, codes_np[centres].max(0))
+        yield torch.as_tensor(centres, device=device)
+
+
+def _stored_pairs(
+    sq_distance: SqDistance, n: int, device: torch.device, smallest: float, block: int, max_pairs: int
+) -> _Edges | None:
+    """The pairs within a radius (1, halved while more than ``max_pairs`` or n^2 / SPARSE; None below
+    ``smallest``), from one pass over the upper-triangle blocks."""
+    radius = 1.0
     a_parts: list[Tensor] = []
     b_parts: list[Tensor] = []
     d_parts: list[Tensor] = []
     pairs = 0  # a < b within the radius; stored both ways, plus the n pairs (a, a)
-    rows = max(1, block // n)
-    for s in range(0, n, rows):
-        e = min(s + rows, n)
-        d2 = sq_distance(torch.arange(s, e, device=device), torch.arange(s, n, device=device))  # (e-s) x (n-s)
-        square = d2[:, : e - s]
-        square.copy_(torch.minimum(square, square.T))  # exactly symmetric where both orders were computed
-        if G is not None:
-            near = d2 <= 1.0
-            G[s:e, s:] = near
-            G[s:, s:e] = near.T
+    for s, d2 in _upper_blocks(sq_distance, n, device, block):
         if radius < smallest:
-            continue
+            break
         i, j = (d2 <= radius * radius).triu(1).nonzero(as_tuple=True)  # j > i in local terms: b > a
         a_parts.append(i + s)
         b_parts.append(j + s)
@@ -234,16 +264,14 @@ def _first_pass(
                 keep = part <= radius * radius
                 a_parts[k], b_parts[k], d_parts[k] = a_parts[k][keep], b_parts[k][keep], part[keep]
             pairs = sum(p.shape[0] for p in d_parts)
-    if G is not None:
-        G.fill_diagonal_(True)
     if radius < smallest:
-        return G, None
+        return None
     everyone = torch.arange(n, device=device)
     a, b, d2 = torch.cat(a_parts), torch.cat(b_parts), torch.cat(d_parts)
     zero = torch.zeros(n, dtype=d2.dtype, device=device)
     a, b, d2 = torch.cat([a, b, everyone]), torch.cat([b, a, everyone]), torch.cat([d2, d2, zero])
     order = torch.argsort(a * n + b)
-    return G, _Edges(a[order], b[order], d2[order], radius)
+    return _Edges(a[order], b[order], d2[order], radius)
 
 
 def _edges_graph(edges: _Edges, far: Tensor, eps: float) -> tuple[_Graph, Tensor]:
@@ -289,43 +317,53 @@ def chaining_bonus(
     """Algorithm 1, step 2 and the sum of step 3: hierarchical greedy covers of all N candidates.
 
     sigma: N posterior standard deviations; sq_distance(a, b): the posterior pseudo-distance d_t, squared.
-    How each level gets its graph (dense level 1, stored pairs, or blocks computed again): the module doc.
+    How each level gets its graph (level codes, stored pairs, or blocks computed again): the module doc.
     """
     n = sigma.shape[0]
     device = sigma.device
     sigma_min = max(float(sigma.min()), 2.0 ** (1 - MAX_LEVELS))
     levels = math.ceil(1.0 - math.log2(sigma_min))
-    smallest = 2.0 ** (1 - levels)
-    to_centres = torch.full((n,), math.inf, dtype=sigma.dtype, device=device)  # d(x, T_(i-1))^2
-    everyone = torch.arange(n, device=device)
-    G1, edges = _first_pass(sq_distance, n, device, 0.5 if n * n <= dense else 1.0, smallest, block, max_pairs, dense)
+    if n * n <= dense:
+        added = _dense_levels(_level_codes(sq_distance, n, levels, device, block), levels)
+    else:
+        added = _sparse_levels(sq_distance, n, levels, device, block, max_pairs, dense)
     size, eps_list, sizes, H = 0, [], [], []
-    for i in range(1, levels + 1):
+    for i, centres in enumerate(added, 1):
         eps = 2.0 ** (1 - i)
-        far = to_centres > eps * eps
-        if i == 1 and G1 is not None:  # nothing is covered yet: far is everyone
-            centres = everyone[torch.as_tensor(_greedy_dense(G1), device=device)]
-            G1 = None
-        elif edges is not None and eps <= edges.radius:
-            graph, points = _edges_graph(edges, far, eps)
-            centres = points[torch.as_tensor(_greedy(graph, points.shape[0]), device=device)]
-        else:
-            centres = greedy_cover(sq_distance, everyone[far], eps, block, max_pairs, dense)
         size += centres.shape[0]
         eps_list.append(eps)
         sizes.append(size)
         H.append(eps * math.sqrt(2.0 * log_term(size, i, t, delta)))
+    eps_t = torch.tensor(eps_list, dtype=sigma.dtype, device=device)
+    H_t = torch.tensor(H, dtype=sigma.dtype, device=device)
+    counts = (eps_t[None, :] >= sigma_min) & (eps_t[None, :] < sigma[:, None])  # N x levels
+    bonus = (counts.to(sigma.dtype) * H_t).sum(1)
+    return Chaining(eps_list, sizes, H, sigma_min, bonus)
+
+
+def _sparse_levels(
+    sq_distance: SqDistance, n: int, levels: int, device: torch.device, block: int, max_pairs: int, dense: int
+) -> Iterator[Tensor]:
+    """The centres added at each level, from stored pairs where their radius reaches, else from blocks."""
+    smallest = 2.0 ** (1 - levels)
+    to_centres = torch.full((n,), math.inf, dtype=torch.float64, device=device)  # d(x, T_(i-1))^2
+    everyone = torch.arange(n, device=device)
+    edges = _stored_pairs(sq_distance, n, device, smallest, block, max_pairs)
+    for i in range(1, levels + 1):
+        eps = 2.0 ** (1 - i)
+        far = to_centres > eps * eps
+        if edges is not None and eps <= edges.radius:
+            graph, points = _edges_graph(edges, far, eps)
+            centres = points[torch.as_tensor(_greedy(graph, points.shape[0]), device=device)]
+        else:
+            centres = greedy_cover(sq_distance, everyone[far], eps, block, max_pairs, dense)
+        yield centres
         if i < levels:  # the next level needs d(x, T_i) up to eps / 2; pairs farther apart are no longer needed
             if edges is not None and eps / 2 <= edges.radius:
                 edges = edges.within(eps / 2)
                 to_centres = _closer(to_centres, centres, edges, sq_distance, everyone, block)
             else:
                 to_centres = _closer(to_centres, centres, None, sq_distance, everyone, block)
-    eps_t = torch.tensor(eps_list, dtype=sigma.dtype, device=device)
-    H_t = torch.tensor(H, dtype=sigma.dtype, device=device)
-    counts = (eps_t[None, :] >= sigma_min) & (eps_t[None, :] < sigma[:, None])  # N x levels
-    bonus = (counts.to(sigma.dtype) * H_t).sum(1)
-    return Chaining(eps_list, sizes, H, sigma_min, bonus)
 
 
 def _closer(
