@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 SqDistance = Callable[[Tensor, Tensor], Tensor]  # (a: k, b: m) candidate indices -> k x m squared distances
+Rows = Callable[[np.ndarray], np.ndarray]  # point indices -> their boolean rows of G over all points
 MAX_LEVELS = 30
 BLOCK_ELEMENTS = 1 << 24
 MAX_PAIRS = 1 << 26  # stored edges (two int64 each): 1 GiB at most
@@ -40,50 +41,44 @@ SPARSE = 32  # pairs are stored while at most 1 / SPARSE of all pairs (beyond, d
 
 
 class _Graph:
-    """G restricted to ``points`` (local indices 0..m-1): degrees, and neighbour lists (stored or recomputed)."""
+    """G restricted to some points (local indices 0..m-1): degrees and neighbour lists (CSR)."""
 
-    def __init__(
-        self, degree: np.ndarray, cols: np.ndarray | None, recompute: Callable[[Tensor], Tensor], rows: int = 1
-    ) -> None:
+    def __init__(self, degree: np.ndarray, cols: np.ndarray) -> None:
         self.degree, self.cols, self.end = degree, cols, np.cumsum(degree)
-        self.recompute = recompute  # local indices -> their rows of G as booleans, when cols is None
-        self.rows = rows  # rows recomputed at once
 
     def neighbours(self, local: np.ndarray) -> np.ndarray:
         """The neighbours of the points ``local`` (repeats across points kept), one flat array."""
-        if self.cols is not None:
-            cols, end, degree = self.cols, self.end, self.degree
-            return np.concatenate([cols[end[i] - degree[i] : end[i]] for i in local.tolist()] or [np.zeros(0, int)])
-        index = torch.as_tensor(local)
-        parts = [np.zeros(0, dtype=np.int64)]
-        for s in range(0, index.shape[0], self.rows):  # one block of rows at a time: memory stays O(block)
-            parts.append(self.recompute(index[s : s + self.rows]).nonzero()[:, 1].cpu().numpy())
-        return np.concatenate(parts)
+        cols, end, degree = self.cols, self.end, self.degree
+        return np.concatenate([cols[end[i] - degree[i] : end[i]] for i in local.tolist()] or [np.zeros(0, int)])
 
 
-def _blocks_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: int, max_pairs: int) -> _Graph:
-    """G on ``points`` from blocks of distances: its edges kept while there are at most ``max_pairs``."""
-    m = points.shape[0]
-    rows = max(1, block // m)
+def _near_rows(sq_distance: SqDistance, points: Tensor, eps: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Local indices -> their rows of G on ``points``, computed on demand (each point its own neighbour)."""
     eps2 = eps * eps
 
-    def near(local: Tensor) -> Tensor:  # |local| x m (|local| <= rows); each point is its own neighbour
-        local = local.to(points.device)
-        is_near = sq_distance(points[local], points) <= eps2
-        is_near[torch.arange(local.shape[0], device=points.device), local] = True
-        return is_near
+    def rows(local: np.ndarray) -> np.ndarray:
+        index = torch.as_tensor(local, device=points.device)
+        near = sq_distance(points[index], points) <= eps2
+        near[torch.arange(index.shape[0], device=points.device), index] = True
+        return near.cpu().numpy()
 
-    degree = torch.zeros(m, dtype=torch.long, device=points.device)
-    parts: list[Tensor] | None = []
-    stored = 0
-    for s in range(0, m, rows):
-        block_near = near(torch.arange(s, min(s + rows, m), device=points.device))
-        degree[s : s + block_near.shape[0]] = block_near.sum(1)
-        if parts is not None:
-            stored += int(degree[s : s + block_near.shape[0]].sum())
-            parts = [*parts, block_near.nonzero()[:, 1].cpu()] if stored <= max_pairs else None  # row-major
-    cols = torch.cat(parts).numpy() if parts is not None else None
-    return _Graph(degree.cpu().numpy(), cols, near, rows)
+    return rows
+
+
+def _blocks_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: int, max_pairs: int) -> _Graph | None:
+    """G on ``points`` from blocks of distances; None as soon as it has more than ``max_pairs`` edges."""
+    m = points.shape[0]
+    step = max(1, block // m)
+    rows = _near_rows(sq_distance, points, eps)
+    degree, parts, stored = [], [], 0
+    for s in range(0, m, step):
+        near = rows(np.arange(s, min(s + step, m)))
+        stored += int(near.sum())
+        if stored > max_pairs:
+            return None
+        degree.append(near.sum(1))
+        parts.append(near.nonzero()[1])  # row-major: sorted by row
+    return _Graph(np.concatenate(degree), np.concatenate(parts))
 
 
 def _greedy(graph: _Graph, m: int) -> np.ndarray:
@@ -118,7 +113,7 @@ def _greedy(graph: _Graph, m: int) -> np.ndarray:
 
 
 def _greedy_dense(
-    rows: Callable[[np.ndarray], np.ndarray], todo: np.ndarray, block: int = BLOCK_ELEMENTS
+    rows: Rows, todo: np.ndarray, block: int = BLOCK_ELEMENTS, degree: np.ndarray | None = None
 ) -> np.ndarray:
     """Algorithm 2 on the points ``todo`` (a mask) of a symmetric graph given by ``rows`` (indices -> their
     boolean rows over all N points, diagonal set): the centres, as ``_greedy`` picks them (ties: the lowest
@@ -135,7 +130,7 @@ def _greedy_dense(
         return total
 
     uncovered = todo.copy()
-    score = column_counts(np.flatnonzero(todo))  # degrees within todo (G is symmetric)
+    score = column_counts(np.flatnonzero(todo)) if degree is None else degree.astype(np.int32)  # within todo
     centres: list[int] = []
     while n:
         masked = np.where(uncovered, score, -1)
@@ -152,17 +147,6 @@ def _greedy_dense(
     return np.array(sorted(centres), dtype=np.int64)
 
 
-def _dense_graph(sq_distance: SqDistance, points: Tensor, eps: float, block: int) -> Tensor:
-    """G on ``points`` as an m x m boolean matrix, from blocks of rows."""
-    m = points.shape[0]
-    rows = max(1, block // m)
-    G = torch.empty(m, m, dtype=torch.bool, device=points.device)
-    for s in range(0, m, rows):
-        G[s : s + rows] = sq_distance(points[s : s + rows], points) <= eps * eps
-    G.fill_diagonal_(True)
-    return G
-
-
 def greedy_cover(
     sq_distance: SqDistance,
     points: Tensor,
@@ -170,16 +154,23 @@ def greedy_cover(
     block: int = BLOCK_ELEMENTS,
     max_pairs: int = MAX_PAIRS,
     dense: int = DENSE_ELEMENTS,
+    store: bool = True,
 ) -> Tensor:
-    """Algorithm 2: the centres (candidate indices, a subset of ``points``) of a greedy eps-cover of ``points``."""
+    """Algorithm 2: the centres (candidate indices, a subset of ``points``) of a greedy eps-cover of ``points``.
+
+    ``store``: try holding G's edges (up to ``max_pairs``) before computing rows again when needed."""
     m = points.shape[0]
     if m == 0:
         return points
-    if m * m <= dense:
-        G = _dense_graph(sq_distance, points, eps, block).cpu().numpy()
+    rows = _near_rows(sq_distance, points, eps)
+    if m * m <= dense:  # G held: m^2 booleans
+        step = max(1, block // m)
+        G = np.concatenate([rows(np.arange(s, min(s + step, m))) for s in range(0, m, step)])
         local = _greedy_dense(lambda index: G[index], np.ones(m, dtype=bool), block)
-    else:
-        local = _greedy(_blocks_graph(sq_distance, points, eps, block, max_pairs), m)
+    elif store and (graph := _blocks_graph(sq_distance, points, eps, block, max_pairs)) is not None:
+        local = _greedy(graph, m)
+    else:  # rows computed again when needed: about two passes over the pairs, memory O(block)
+        local = _greedy_dense(rows, np.ones(m, dtype=bool), block)
     return points[torch.as_tensor(local, device=points.device)]
 
 
@@ -242,17 +233,22 @@ def _dense_levels(codes: Tensor, levels: int) -> Iterator[Tensor]:
 
 def _stored_pairs(
     sq_distance: SqDistance, n: int, device: torch.device, smallest: float, block: int, max_pairs: int
-) -> _Edges | None:
+) -> tuple[_Edges | None, np.ndarray]:
     """The pairs within a radius (1, halved while more than ``max_pairs`` or n^2 / SPARSE; None below
-    ``smallest``), from one pass over the upper-triangle blocks."""
+    ``smallest``), and each point's degree at eps = 1 (level 1's), from one pass over the upper triangle."""
     radius = 1.0
+    degree = torch.zeros(n, dtype=torch.int64, device=device)
     a_parts: list[Tensor] = []
     b_parts: list[Tensor] = []
     d_parts: list[Tensor] = []
     pairs = 0  # a < b within the radius; stored both ways, plus the n pairs (a, a)
     for s, d2 in _upper_blocks(sq_distance, n, device, block):
+        within_one = d2 <= 1.0
+        e = s + d2.shape[0]
+        degree[s:e] += within_one.sum(1)  # the square s..e-1 holds both orders: its columns are not added
+        degree[e:] += within_one[:, e - s :].sum(0)
         if radius < smallest:
-            break
+            continue
         i, j = (d2 <= radius * radius).triu(1).nonzero(as_tuple=True)  # j > i in local terms: b > a
         a_parts.append(i + s)
         b_parts.append(j + s)
@@ -265,13 +261,13 @@ def _stored_pairs(
                 a_parts[k], b_parts[k], d_parts[k] = a_parts[k][keep], b_parts[k][keep], part[keep]
             pairs = sum(p.shape[0] for p in d_parts)
     if radius < smallest:
-        return None
+        return None, degree.cpu().numpy()
     everyone = torch.arange(n, device=device)
     a, b, d2 = torch.cat(a_parts), torch.cat(b_parts), torch.cat(d_parts)
     zero = torch.zeros(n, dtype=d2.dtype, device=device)
     a, b, d2 = torch.cat([a, b, everyone]), torch.cat([b, a, everyone]), torch.cat([d2, d2, zero])
     order = torch.argsort(a * n + b)
-    return _Edges(a[order], b[order], d2[order], radius)
+    return _Edges(a[order], b[order], d2[order], radius), degree.cpu().numpy()
 
 
 def _edges_graph(edges: _Edges, far: Tensor, eps: float) -> tuple[_Graph, Tensor]:
@@ -282,10 +278,7 @@ def _edges_graph(edges: _Edges, far: Tensor, eps: float) -> tuple[_Graph, Tensor
     a, b = local[edges.a[keep]], local[edges.b[keep]]  # still sorted by a
     degree = torch.bincount(a, minlength=points.shape[0])
 
-    def never(local: Tensor) -> Tensor:
-        raise AssertionError("stored edges are never recomputed")
-
-    return _Graph(degree.cpu().numpy(), b.cpu().numpy(), never), points
+    return _Graph(degree.cpu().numpy(), b.cpu().numpy()), points
 
 
 @dataclass
@@ -348,15 +341,18 @@ def _sparse_levels(
     smallest = 2.0 ** (1 - levels)
     to_centres = torch.full((n,), math.inf, dtype=torch.float64, device=device)  # d(x, T_(i-1))^2
     everyone = torch.arange(n, device=device)
-    edges = _stored_pairs(sq_distance, n, device, smallest, block, max_pairs)
+    edges, degree_one = _stored_pairs(sq_distance, n, device, smallest, block, max_pairs)
     for i in range(1, levels + 1):
         eps = 2.0 ** (1 - i)
         far = to_centres > eps * eps
         if edges is not None and eps <= edges.radius:
             graph, points = _edges_graph(edges, far, eps)
             centres = points[torch.as_tensor(_greedy(graph, points.shape[0]), device=device)]
-        else:
-            centres = greedy_cover(sq_distance, everyone[far], eps, block, max_pairs, dense)
+        elif i == 1 and n * n > dense:  # too many pairs to store: rows again, the degrees from the pass
+            rows = _near_rows(sq_distance, everyone, 1.0)
+            centres = torch.as_tensor(_greedy_dense(rows, np.ones(n, dtype=bool), block, degree_one), device=device)
+        else:  # too many pairs within eps to store (that is why the radius is below it)
+            centres = greedy_cover(sq_distance, everyone[far], eps, block, max_pairs, dense, store=False)
         yield centres
         if i < levels:  # the next level needs d(x, T_i) up to eps / 2; pairs farther apart are no longer needed
             if edges is not None and eps / 2 <= edges.radius:
