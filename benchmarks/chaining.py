@@ -38,6 +38,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -225,6 +226,7 @@ def run_all(args: argparse.Namespace, out: Path) -> None:
             "methods": args.methods,
             "noise": NOISE, "n_init": N_INIT, "delta": 0.05, "device": args.device, "machine": machine(args.device),
             "wall_s": earlier_s + time.perf_counter() - started, "notes": notes, "jobs": args.jobs,
+            "commit": commit(),
         }  # fmt: skip
         (out / "chaining.json").write_text(json.dumps(settings, indent=1))
 
@@ -258,7 +260,8 @@ def timing(sizes: list[int], device: str, observations: int, timeout: float, lab
             results.append({"size": task.f.shape[0], "method": method, "observations": observations,
                             "device": device, **rows, "wall_s": time.perf_counter() - started})  # fmt: skip
             print(results[-1], file=sys.stderr, flush=True)
-            path.write_text(json.dumps({"label": label, "machine": machine(device), "results": results}, indent=1))
+            timed = {"label": label, "machine": machine(device), "commit": commit(), "results": results}
+            path.write_text(json.dumps(timed, indent=1))
 
 
 def _timed_suggest(task: Task, method: str, n: int, device: torch.device, timeout: float) -> dict[str, Any]:
@@ -287,6 +290,15 @@ def _timed_suggest(task: Task, method: str, n: int, device: torch.device, timeou
         info = {k: v for k, v in suggestion.info.items() if k in ("levels", "cover_sizes", "sigma_min")}
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
     return {"seconds": seconds, "median_s": float(np.median(seconds)), "peak_gpu_gib": peak, **info}
+
+
+def commit() -> str:
+    """The code measured: the checkout's commit (timings of older files predate the covers' rewrite)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def machine(device: str) -> str:
@@ -320,7 +332,7 @@ def report(out: Path) -> Path:
         f"{runs} runs per task (of {settings['runs']} planned), |X| = {settings['size']}, "
         f"{N_INIT} initial points + {settings['iters']} "
         f"suggestions, noise std {NOISE}, delta = 0.05. Machine: {settings['machine']} "
-        f"(device `{settings['device']}`); "
+        f"(device `{settings['device']}`), code {settings.get('commit', 'unknown')}; "
         f"wall time {settings['wall_s']:.0f} s. Simple regret S_n = max f - max_(i <= n) f(x_i), mean +- standard "
         "error over runs (lower is better). `benchmarks/chaining.py` says how each task is built.",
         "",
@@ -357,15 +369,17 @@ def report(out: Path) -> Path:
     timings = sorted(out.glob("chaining_timing_*.json"))
     if timings:
         lines += ["## Seconds per suggest (gp-se task)", ""]
-        lines += ["| where | machine | |X| | method | observations | median s | levels | peak GPU GiB |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += ["| where | machine | code | |X| | method | observations | median s | levels | peak GPU GiB |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for path in timings:
             data = json.loads(path.read_text())
             for r in data["results"]:
                 median = f"{r['median_s']:.3f}" if "median_s" in r else r.get("error", "-")
                 peak = f"{r['peak_gpu_gib']:.2f}" if r.get("peak_gpu_gib") is not None else "-"
-                lines.append(f"| {data['label']} ({r['device']}) | {data['machine']} | {r['size']} | {r['method']} | "
-                             f"{r['observations']} | {median} | {r.get('levels', '-')} | {peak} |")  # fmt: skip
+                code = data.get("commit", "before d8b4fa1")  # the first covers, before their rewrite
+                levels = r.get("levels", "-")
+                lines.append(f"| {data['label']} ({r['device']}) | {data['machine']} | {code} | {r['size']} | "
+                             f"{r['method']} | {r['observations']} | {median} | {levels} | {peak} |")  # fmt: skip
         lines.append("")
     md = out / "chaining.md"
     notes = out / "chaining_notes.md"  # hand-written findings, kept across report runs
