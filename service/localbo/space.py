@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 MAX_PARAMS = 25_000
@@ -219,7 +220,7 @@ class SearchSpace:
             )
         return space
 
-    @property
+    @cached_property  # spaces never change; the engine asks per trial
     def dim(self) -> int:
         """Coordinates of the unit cube: one per float or int, one per choice of a categorical."""
         return sum(p.width for p in self.params)
@@ -228,7 +229,7 @@ class SearchSpace:
     def names(self) -> list[str]:
         return [p.name for p in self.params]
 
-    @property
+    @cached_property
     def kind(self) -> Literal["continuous", "categorical"]:
         """What a policy must handle: "categorical" when any parameter is."""
         return "categorical" if any(isinstance(p, Categorical) for p in self.params) else "continuous"
