@@ -201,3 +201,16 @@ def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pyte
     second.plan_job("long", 1, True)
     job.result(timeout=60)
     assert (first.executor.calls, second.executor.calls) == (1, 0)
+
+
+def test_a_late_ask_on_a_categorical_space_gets_a_fallback_point_and_the_plan_is_stored_one_hot(make_engine) -> None:
+    space = {**SPACE, "kind": {"type": "categorical", "choices": ["x", "y", "z"]}}
+    engine = make_engine(delay=2.0, ask_wait_seconds=0.2)
+    engine.create_study("late-cat", "minimize", space, "ei", {}, seed=3)
+    for trial in engine.ask("late-cat", count=6)["trials"]:  # the initial design: d + 1 = 6 points
+        engine.tell("late-cat", trial["number"], f(trial["params"]) + "xyz".index(trial["params"]["kind"]))
+    (late,) = engine.ask("late-cat")["trials"]  # the policy takes 2 s, the ask waits 0.2 s
+    assert late["source"] == "fallback" and late["params"]["kind"] in ("x", "y", "z")
+    settle(engine, "late-cat")
+    for point in engine.policy_view("late-cat")["planned"]:  # what the next suggest sees as pending
+        assert sorted(point["x"][2:]) == [0.0, 0.0, 1.0], point

@@ -305,7 +305,7 @@ class Engine:
                 "number": study.trial_count + i + 1,
                 "state": "running",
                 "params": self._params(study, x, candidate, finite),
-                "x": x if finite is not None else self._space(study).snap(x),  # the point evaluated
+                "x": x,
                 "value": None,
                 "reason": None,
                 "source": source,
@@ -361,6 +361,12 @@ class Engine:
             cached = self._candidates[key] = Candidates(list(rows), kernel, study.space)
         return cached
 
+    def _points(self, study: Row, X: torch.Tensor, source: str) -> list[repo.PlanPoint]:
+        """Plan rows of a continuous study: each categorical's coordinates snapped to the one-hot of its choice,
+        so pending and told points are the points evaluated."""
+        space = self._space(study)
+        return [(space.snap(row), source, None) for row in X.tolist()]
+
     def _dim(self, study: Row) -> int:
         """The coordinates of the study's points (a finite space: its parameters)."""
         return len(study.space["params"]) if is_finite_spec(study.space) else self._space(study).dim
@@ -394,7 +400,7 @@ class Engine:
         cls = get_policy(study.policy)
         saved = study.policy_state or {}
         state = saved.get("data", {}) if saved.get("schema") == cls.state_version else {}
-        dim = len(study.space)
+        dim = self._dim(study)
         lo, hi = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), dim)
         low, high = torch.tensor(lo, dtype=torch.float64), torch.tensor(hi, dtype=torch.float64)
         X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
@@ -404,7 +410,7 @@ class Engine:
             self.settings.ask_wait_seconds,
             k,
         )
-        return [(row, FALLBACK, None) for row in X.tolist()]
+        return self._points(study, X, FALLBACK)
 
     def plan_ahead(self, name: str) -> Future | None:
         """Suggest-ahead: start the study's planning job now, if configured (it decides whether to compute)."""
@@ -535,7 +541,7 @@ class Engine:
             X = suggestion.X.detach().to("cpu", torch.float64)
             if X.ndim != 2 or X.shape[1] != dim or X.shape[0] < short or not torch.isfinite(X).all():
                 raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {dim}, finite")
-            points = [(row, cls.name, None) for row in X.clamp(0.0, 1.0).tolist()]
+            points = self._points(study, X.clamp(0.0, 1.0), cls.name)
             return Plan(
                 study.policy_state_version, points, {"schema": cls.state_version, "data": suggestion.state}, None
             )
@@ -555,7 +561,7 @@ class Engine:
                 chosen = where[torch.randperm(where.numel(), generator=generator)[:short]].tolist()
                 return Plan(study.policy_state_version, [(finite.x[c], FALLBACK, c) for c in chosen], saved, error)
             X = torch.rand(short, dim, generator=generator, dtype=torch.float64)
-            return Plan(study.policy_state_version, [(row, FALLBACK, None) for row in X.tolist()], saved, error)
+            return Plan(study.policy_state_version, self._points(study, X, FALLBACK), saved, error)
 
     def _finite_request(self, finite: Candidates, done: list, pending: list, failed: list[int]) -> FiniteSpace:
         """The policy's view of a finite space: candidates on the device, what was asked, the prior kernel."""

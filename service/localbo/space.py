@@ -123,7 +123,7 @@ class Categorical:
     def check(self, where: str, raw: Any) -> Choice:
         if not any(_same(c, raw) for c in self.choices):
             raise SpaceError(where, f"expected one of {list(self.choices)}, got {raw!r}")
-        return raw
+        return self.choices[self.index(raw)]  # the choice as listed (1 given for the choice 1.0)
 
     def spec(self) -> dict[str, Any]:
         return {"type": "categorical", "choices": list(self.choices)}

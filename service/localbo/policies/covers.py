@@ -133,7 +133,7 @@ def _greedy_dense(
     score = column_counts(np.flatnonzero(todo)) if degree is None else degree.astype(np.int32)  # within todo
     centres: list[int] = []
     while n:
-        masked = np.where(uncovered, score, -1)
+        masked = np.where(uncovered, np.maximum(score, 1), -1)  # >= 1 even if rounding made degrees disagree
         c = int(masked.argmax())  # the first on ties
         if masked[c] <= 0:
             break

@@ -131,7 +131,10 @@ class GlobalPolicy(Policy):
     @classmethod
     def check_study(cls, dim: int, config: PolicyConfig) -> None:
         if dim > SOBOL_MAX_DIM:
-            raise PolicyConfigError("space", f"{cls.name} supports at most {SOBOL_MAX_DIM} parameters, got {dim}")
+            raise PolicyConfigError(
+                "space",
+                f"{cls.name} supports at most {SOBOL_MAX_DIM} coordinates (a categorical: one per choice), got {dim}",
+            )
 
     @abstractmethod
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:

@@ -22,7 +22,10 @@ class Sobol(Policy):
     @classmethod
     def check_study(cls, dim: int, config: PlanAheadConfig) -> None:
         if dim > SOBOL_MAX_DIM:
-            raise PolicyConfigError("space", f"sobol supports at most {SOBOL_MAX_DIM} parameters, got {dim}")
+            raise PolicyConfigError(
+                "space",
+                f"sobol supports at most {SOBOL_MAX_DIM} coordinates (a categorical: one per choice), got {dim}",
+            )
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: PlanAheadConfig = request.config  # type: ignore[assignment]
