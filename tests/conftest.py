@@ -82,7 +82,8 @@ def make_client(db_url: str):  # noqa: ANN201
     yield make
     for client in made:
         client.close()
-        client.app.state.engine.close()
+        # a plan still running would share the process's global torch RNG with the next test's policies
+        client.app.state.engine.close(wait=True)
 
 
 @pytest.fixture

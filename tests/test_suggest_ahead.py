@@ -62,7 +62,7 @@ def make_engine(tmp_path: Path) -> Iterator:
 
     yield make
     for engine in made:
-        engine.close()
+        engine.close(wait=True)
 
 
 def settle(engine: Engine, name: str, timeout: float = 60.0) -> None:

@@ -142,8 +142,8 @@ class Engine:
         self.executor = make_executor(settings)
         self.jobs = Jobs(settings.plan_threads)
 
-    def close(self) -> None:
-        self.jobs.close()
+    def close(self, wait: bool = False) -> None:
+        self.jobs.close(wait)
         self.executor.close()
         self.db.dispose()
 

@@ -66,5 +66,6 @@ class Jobs:
                 self._running.pop(key, None)
             raise
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def close(self, wait: bool = False) -> None:
+        """Cancel the queued jobs; ``wait``: also let the running ones finish (tests, for isolation)."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)
