@@ -48,6 +48,7 @@ from harness.report import (  # noqa: E402
     append_csv,
     groups,
     load_json,
+    merge_results,
     print_tables,
     read_csv,
     run_summary,
@@ -232,28 +233,6 @@ def write_report(out: Path, meta: dict[str, Any]) -> None:
     (out / f"{NAME}.md").write_text("\n".join(md))
 
 
-def merge(out: Path, other: Path) -> None:
-    """Add ``other``'s runs (CSV rows, run summaries, failures, command) to ``out``'s and rewrite the report."""
-    theirs = load_json(other / f"{NAME}.json")
-    keys = {(r["objective"], r["method"], r["seed"]) for r in read_csv(other / f"{NAME}.csv")}
-    mine_path = out / f"{NAME}.csv"
-    kept = [r for r in read_csv(mine_path) if (r["objective"], r["method"], r["seed"]) not in keys]
-    start_csv(mine_path)
-    append_csv(mine_path, kept)
-    append_csv(mine_path, read_csv(other / f"{NAME}.csv"))
-    state = load_json(out / f"{NAME}.json")
-    state["runs"] = [r for r in state["runs"] if (r["objective"], r["method"], r["seed"]) not in keys]
-    state["runs"] += theirs.get("runs", [])
-    state["failed"] = state.get("failed", []) + theirs.get("failed", [])
-    meta = state.setdefault("meta", {})
-    meta["merged"] = [
-        *meta.get("merged", []),
-        {k: theirs.get("meta", {}).get(k) for k in ("date", "command", "machine")},
-    ]
-    save_json(out / f"{NAME}.json", state)
-    write_report(out, meta)
-
-
 def plot(path: Path, objective: str, mine: list[Group]) -> None:
     import matplotlib
 
@@ -325,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     state.setdefault("runs", [])
     state.setdefault("failed", [])
     if args.merge:
-        merge(out, args.merge)
+        write_report(out, merge_results(out, args.merge, NAME))
         progress(f"merged the runs of {args.merge} into {out}")
         return 0
     if args.report_only:

@@ -59,6 +59,7 @@ from harness.objectives import objective_spec  # noqa: E402
 from harness.report import (  # noqa: E402
     append_csv,
     load_json,
+    merge_results,
     print_tables,
     read_csv,
     run_summary,
@@ -226,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the CSV, run the rest")
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown and plots")
+    parser.add_argument(
+        "--merge", type=Path, metavar="DIR", help="add the runs of another results folder (replacing the same runs)"
+    )
     parser.add_argument("--no-optimum", action="store_true", help="skip estimating f* of the GP functions")
     parser.add_argument(
         "--deadline-s",
@@ -250,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = args.out or DEFAULT_OUT
     csv_path, json_path = out / f"{args.name}.csv", out / f"{args.name}.json"
+    if args.merge:
+        meta = merge_results(out, args.merge, args.name)
+        write_report(out, args.name, meta, estimate_optimum=not args.no_optimum)
+        progress(f"merged the runs of {args.merge} into {out}")
+        return 0
     if args.report_only:
         if not csv_path.exists():
             parser.error(f"--report-only: {csv_path} does not exist")

@@ -6,7 +6,7 @@ import csv
 import json
 import math
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -187,3 +187,56 @@ def test_direct_runner_queues_plans_records_the_policy_incumbent_and_falls_back(
     assert [r["source"] for r in failed.rows] == ["_harness-toy"] * 3 + ["fallback", "_harness-toy"]
     assert len(failed.errors) == 1 and "toy failure" in failed.errors[0]
     assert _ToyIncumbent.calls[-1].state["calls"] == 1  # the failed call's state was not kept (there was none)
+
+
+# -- merging result folders -----------------------------------------------------------------------
+
+
+def _write_runs(folder: Path, runs: dict[tuple[str, int], int], command: str) -> None:
+    """A results folder with one branin run per (method, seed) of the given length, as synthetic.py writes it."""
+    from harness.report import append_csv, save_json, start_csv
+
+    start_csv(folder / "synthetic.csv")
+    summaries = []
+    for (method, seed), evals in runs.items():
+        rows = [
+            {"objective": "branin", "instance": 0, "method": method, "runner": "direct", "seed": seed, "eval": i,
+             "y": 10.0 - i, "f": 10.0 - i, "best_so_far": 10.0 - i, "incumbent": 10.0 - i,
+             "incumbent_from": "best", "source": "policy", "elapsed_s": 0.1 * i}
+            for i in range(1, evals + 1)
+        ]  # fmt: skip
+        append_csv(folder / "synthetic.csv", rows)
+        summaries.append({"objective": "branin", "method": method, "runner": "direct", "seed": seed, "evals": evals,
+                          "wall_s": 1.0, "errors": [], "n_errors": 0})  # fmt: skip
+    failed = [{"key": f"branin/{m}/direct/seed {s}", "error": "cut"} for (m, s), n in runs.items() if n < 5]
+    meta = {"date": "d", "command": command}
+    save_json(folder / "synthetic.json", {"meta": meta, "runs": summaries, "failed": failed})
+
+
+def test_merge_replaces_rerun_runs_keeps_the_others_and_the_hand_written_findings(tmp_path: Path) -> None:
+    from harness.report import load_json, merge_results, read_csv, write_report
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    mine.mkdir(), theirs.mkdir()
+    _write_runs(mine, {("random", 0): 5, ("sobol", 0): 3, ("sobol", 1): 5}, "first")
+    _write_runs(theirs, {("sobol", 0): 5}, "rerun of the cut sobol seed")
+    (mine / "synthetic_findings.md").write_text("## What we find\n\nWritten by hand.\n")
+
+    meta = merge_results(mine, theirs, "synthetic")
+    write_report(mine, "synthetic", meta, estimate_optimum=False)
+
+    rows = read_csv(mine / "synthetic.csv")
+    lengths = Counter((r["method"], r["seed"]) for r in rows)
+    assert lengths == {("random", 0): 5, ("sobol", 0): 5, ("sobol", 1): 5}  # the cut run replaced, once
+    state = load_json(mine / "synthetic.json")
+    assert sorted((r["method"], r["seed"], r["evals"]) for r in state["runs"]) == [
+        ("random", 0, 5), ("sobol", 0, 5), ("sobol", 1, 5)
+    ]  # fmt: skip
+    assert state["failed"] == []  # the cut run's failure went with it
+    assert state["meta"]["command"] == "first"
+    assert [m["command"] for m in state["meta"]["merged"]] == ["rerun of the cut sobol seed"]
+    md = (mine / "synthetic.md").read_text()
+    assert "merged runs" in md and "rerun of the cut sobol seed" in md
+    assert md.rstrip().endswith("Written by hand.")
+    sobol = next(line for line in md.splitlines() if line.startswith("| sobol "))
+    assert "| 2 | 5 |" in sobol  # two seeds at 5 evaluations: the merged run is no longer cut to 3

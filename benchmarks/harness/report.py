@@ -77,6 +77,39 @@ def save_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
+def run_key(row: dict[str, Any]) -> tuple[str, str, str, int]:
+    """What names one run in the CSV and the JSON: (objective, method, runner, seed)."""
+    return row["objective"], row["method"], row.get("runner", "direct"), int(row["seed"])
+
+
+def merge_results(out: Path, other: Path, name: str) -> dict[str, Any]:
+    """Add ``other``'s runs of ``<name>`` (CSV rows, run summaries, failures) to ``out``'s; returns the new meta.
+
+    A run in both folders is replaced by ``other``'s (a longer rerun replaces a cut one); the meta
+    records ``other``'s date, command and machine under ``merged``. The caller rewrites the report.
+    """
+    theirs = load_json(other / f"{name}.json")
+    their_rows = read_csv(other / f"{name}.csv")
+    keys = {run_key(r) for r in their_rows}
+    mine_path = out / f"{name}.csv"
+    kept = [r for r in read_csv(mine_path) if run_key(r) not in keys]
+    start_csv(mine_path)
+    append_csv(mine_path, kept)
+    append_csv(mine_path, their_rows)
+    state = load_json(out / f"{name}.json")
+    state["runs"] = [r for r in state.get("runs", []) if run_key(r) not in keys] + theirs.get("runs", [])
+    # failure keys are "objective/method/seed N" (mujoco_rl) or "objective/method/runner/seed N" (synthetic)
+    replaced = {f"{o}/{m}/seed {s}" for o, m, _, s in keys} | {f"{o}/{m}/{r}/seed {s}" for o, m, r, s in keys}
+    state["failed"] = [f for f in state.get("failed", []) if f.get("key") not in replaced] + theirs.get("failed", [])
+    meta = state.setdefault("meta", {})
+    meta["merged"] = [
+        *meta.get("merged", []),
+        {k: theirs.get("meta", {}).get(k) for k in ("date", "command", "machine")},
+    ]
+    save_json(out / f"{name}.json", state)
+    return meta
+
+
 # -- aggregation ------------------------------------------------------------------------------------
 
 
@@ -170,6 +203,7 @@ def write_report(out: Path, name: str, meta: dict[str, Any], estimate_optimum: b
         f"- versions: {meta.get('versions', '?')}",
         f"- runs in parallel: {meta.get('jobs', 1)} process(es), torch threads per run: {meta.get('threads', '?')}",
         f"- policy configs: {json.dumps(meta.get('policy_configs') or {})}",
+        *[f"- merged runs ({m.get('date')}, {m.get('machine')}): `{m.get('command')}`" for m in meta.get("merged", [])],
         "",
         "## Objectives",
         "",
@@ -230,6 +264,9 @@ def write_report(out: Path, name: str, meta: dict[str, Any], estimate_optimum: b
             for r in problems
         ]
         md.append("")
+    findings = out / f"{name}_findings.md"  # written by hand, kept across rewrites of the report
+    if findings.exists():
+        md += [findings.read_text().rstrip(), ""]
     (out / f"{name}.md").write_text("\n".join(md))
     return pngs
 
