@@ -20,6 +20,7 @@ Run it from the repository root with the project's environment (``pip install -e
         --out /tmp/synth --jobs 2
     .venv/bin/python benchmarks/synthetic.py --resume                     # go on after an interruption
     .venv/bin/python benchmarks/synthetic.py --report-only                # redraw the table and plots
+    .venv/bin/python benchmarks/synthetic.py --merge /tmp/synth           # add (or replace) another folder's runs
     .venv/bin/python benchmarks/synthetic.py --policy-config 'gibo={"delta": 0.2}' --methods gibo
 
 It writes ``benchmarks/results/synthetic.csv`` (one row per evaluation: objective, instance, method,
@@ -28,6 +29,7 @@ incumbent (noise-free at the policy's x_t, or the best so far where the policy e
 incumbent_from, source, elapsed_s), ``synthetic.json`` (settings, wall time and policy failures per
 run), ``synthetic.md`` (final mean +- std per objective and method, wall time per run) and
 ``synthetic_<objective>.png`` (best so far, mean +- one std over seeds), or the same into ``--out``.
+``synthetic_findings.md``, written by hand, is appended to ``synthetic.md`` on every rewrite.
 ``--smoke`` (branin and gp25, 8 evaluations, 1 seed, random, sobol and tpe, both runners) never
 writes into ``benchmarks/results``: without ``--out`` it uses a temp dir.
 """
