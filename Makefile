@@ -15,8 +15,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
+# ruff; the layering contracts ([tool.importlinter] in pyproject.toml); mypy ([tool.mypy]) on the
+# packages typed so far.
+MYPY_PATHS := service/localbo/storage client/localbo_client service/localbo/policies
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check service client tests benchmarks migrations
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy $(MYPY_PATHS)
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/asktell_throughput.py

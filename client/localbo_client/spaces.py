@@ -24,6 +24,7 @@ def finite_space(
     an optional prior ``kernel`` (an N x N matrix over the candidates, or "cosine"), ``allow_repeats``."""
     if ids is not None and len(ids) != len(candidates):
         raise ValueError(f"ids: expected {len(candidates)} ids, one per candidate, got {len(ids)}")
+    rows: list[dict[str, Any]]
     if ids is None:
         rows = [{"params": dict(c)} for c in candidates]
     else:

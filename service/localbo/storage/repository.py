@@ -6,19 +6,41 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, Text, bindparam, case, cast, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Table,
+    Text,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
-from localbo.storage.models import Candidate, CandidateKernel, IdempotencyRecord, PlannedPoint, Study, Trial
+from localbo.storage.models import Base, Candidate, CandidateKernel, IdempotencyRecord, PlannedPoint, Study, Trial
 
-studies = Study.__table__
-candidates = Candidate.__table__
-kernels = CandidateKernel.__table__
-trials = Trial.__table__
-plan = PlannedPoint.__table__
-idempotency = IdempotencyRecord.__table__
+
+def _table(model: type[Base]) -> Table:
+    """The model's Table (typed as such: ``__table__`` is declared as any FROM clause)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+studies = _table(Study)
+candidates = _table(Candidate)
+kernels = _table(CandidateKernel)
+trials = _table(Trial)
+plan = _table(PlannedPoint)
+idempotency = _table(IdempotencyRecord)
 
 TRIAL_COLUMNS = [
     trials.c.id,
@@ -329,7 +351,7 @@ def series_columns(
         def array(column: Any) -> Any:
             return func.coalesce(cast(func.json_agg(column), Text), "[]")
 
-        reasons = func.coalesce(
+        reasons: ColumnElement[Any] = func.coalesce(
             cast(func.json_object_agg(sub.c.number, sub.c.reason).filter(sub.c.reason.isnot(None)), Text), "{}"
         )
     else:
