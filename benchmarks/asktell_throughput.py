@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from localbo.server_process import PG_ADMIN_URL, ServerProcess, fresh_database
+from harness.processes import PG_ADMIN_URL, ServerProcess, fresh_database
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results"

@@ -51,10 +51,10 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import httpx
+from harness.processes import ServerProcess, fresh_database
+from localbo.bootstrap import Service, prepare_database
 from localbo.config import Settings
 from localbo.dashboard import chromium
-from localbo.engine import Engine
-from localbo.server_process import ServerProcess, fresh_database
 from localbo.space import SearchSpace
 from localbo.storage import repository as repo
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -91,9 +91,11 @@ def progress(message: str) -> None:
 
 def fill(url: str, name: str, n: int, seed: int = 0) -> None:
     """A study of ``n`` trials, written in chunks through the repository: 1 in 500 failed, the last 3 running."""
-    engine = Engine(Settings(database_url=url))
+    settings = Settings(database_url=url)
+    prepare_database(settings)
+    engine = Service(settings)
     try:
-        engine.create_study(name, "minimize", SPACE, "random", seed=seed)
+        engine.studies.create(name, "minimize", SPACE, "random", seed=seed)
         space = SearchSpace.parse(SPACE)
         rng = random.Random(seed)
         start = datetime.now(UTC) - timedelta(seconds=n)

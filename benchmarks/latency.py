@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from localbo.server_process import ServerProcess
+from harness.processes import ServerProcess
 from localbo_client import Client
 
 RESULTS = Path(__file__).resolve().parent / "results"

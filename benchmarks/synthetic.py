@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.TemporaryDirectory(prefix="synthetic-http-")
     try:
         if any(s.runner == "http" for s in specs):
-            from localbo.server_process import ServerProcess
+            from harness.processes import ServerProcess
 
             log_path = Path(tmp.name) / "server.log"
             server = ServerProcess(f"sqlite:///{Path(tmp.name) / 'synthetic.db'}", log_path=log_path)

@@ -10,11 +10,14 @@ Starts a server on a fresh SQLite file, runs MinUCB on a d = 5 quadratic through
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
 from localbo.dashboard import chromium
-from localbo.server_process import ServerProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from harness.processes import ServerProcess  # noqa: E402
 from localbo_client import Client
 from playwright.sync_api import sync_playwright
 

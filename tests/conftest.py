@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from localbo.server_process import ServerProcess
+from harness.processes import ServerProcess
 from sqlalchemy import create_engine, text
 
 PG_ADMIN_URL = os.environ.get("LOCALBO_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -71,11 +71,14 @@ def make_client(db_url: str):  # noqa: ANN201
     """Build in-process API clients (FastAPI's TestClient) on the test's database."""
     from fastapi.testclient import TestClient
     from localbo.api import create_app
+    from localbo.bootstrap import prepare_database
 
     made: list[TestClient] = []
 
     def make(**overrides: object) -> TestClient:
-        client = TestClient(create_app(make_settings(db_url, **overrides)))
+        settings = make_settings(db_url, **overrides)
+        prepare_database(settings)
+        client = TestClient(create_app(settings))
         made.append(client)
         return client
 
@@ -83,7 +86,7 @@ def make_client(db_url: str):  # noqa: ANN201
     for client in made:
         client.close()
         # a plan still running would share the process's global torch RNG with the next test's policies
-        client.app.state.engine.close(wait=True)
+        client.app.state.service.close(wait=True)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from localbo.server_process import ServerProcess
+from harness.processes import ServerProcess
 from localbo_client import Client
 
 from tests.conftest import unique

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 import torch
-from localbo.engine import Engine
+from harness.processes import ServerProcess, WorkerProcess, free_port
+from local_service import LocalService as Engine
 from localbo.policies import SuggestRequest, get_policy
-from localbo.server_process import ServerProcess, WorkerProcess, free_port
 from localbo.storage import repository as repo
 from localbo.workers import run_suggest
 from localbo.workers.celery_app import suggest

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from conftest import unique
+from harness.processes import ServerProcess
 from localbo.dashboard import chromium
-from localbo.server_process import ServerProcess
 from playwright import sync_api as playwright_api
 
 pytestmark = pytest.mark.live

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from localbo.server_process import ServerProcess
+from harness.processes import ServerProcess
 
 pytestmark = pytest.mark.live
 

@@ -181,8 +181,8 @@ def test_every_policy_plans_distinct_in_cube_points_for_parallel_evaluators(poli
 
 
 def test_a_known_lipschitz_constant_is_used_as_is_and_bad_configs_are_refused() -> None:
-    from localbo.engine import validate_policy
     from localbo.errors import InvalidInput
+    from localbo.studies import validate_policy
 
     X, y = data(6)
     suggestion = get_policy("ar-ucb")().suggest(request("ar-ucb", X, y, config={"lipschitz_constant": 7.5}))

@@ -49,8 +49,8 @@ def test_random_is_reproducible_per_seed_and_in_the_cube() -> None:
 
 
 def test_a_policy_refuses_a_space_it_cannot_run_at_creation() -> None:
-    from localbo.engine import validate_policy
     from localbo.errors import InvalidInput
+    from localbo.studies import validate_policy
 
     assert validate_policy("sobol", {}, 3) == {"plan_ahead": 16}
     try:

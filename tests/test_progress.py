@@ -88,7 +88,7 @@ def test_summary_says_when_the_study_was_last_active(api) -> None:
 
 def test_feed_sends_new_trials_then_only_changes(api) -> None:
     name = create(api)
-    db = api.app.state.engine.db
+    db = api.app.state.service.db
     ask(api, name, 2)
     tell(api, name, 1, value=3.0)
     feed = Feed(db, name, after=0)
@@ -110,7 +110,7 @@ def test_feed_sends_new_trials_then_only_changes(api) -> None:
 def test_feed_catches_up_from_a_series_taken_earlier(api) -> None:
     """A viewer loads the series, then connects: what finished in between is not lost."""
     name = create(api)
-    db = api.app.state.engine.db
+    db = api.app.state.service.db
     ask(api, name, 3)
     tell(api, name, 1, value=1.0)
     series = api.get(f"{API}/{name}/series").json()
@@ -124,7 +124,7 @@ def test_feed_catches_up_from_a_series_taken_earlier(api) -> None:
 
 def test_feed_says_when_the_study_is_gone(api) -> None:
     name = create(api)
-    feed = Feed(api.app.state.engine.db, name)
+    feed = Feed(api.app.state.service.db, name)
     feed.poll()
     assert api.delete(f"{API}/{name}").status_code == 204
     assert [event for event, _ in feed.poll()] == ["gone"]
@@ -132,7 +132,7 @@ def test_feed_says_when_the_study_is_gone(api) -> None:
 
 def test_studies_feed_resends_the_list_only_when_a_summary_changes(api) -> None:
     mine, other = create(api), create(api)
-    feed = StudiesFeed(api.app.state.engine, lambda name: name != other)
+    feed = StudiesFeed(api.app.state.service, lambda name: name != other)
 
     def listed() -> dict[str, dict]:
         events = feed.poll()

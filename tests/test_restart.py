@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import unique
-from localbo.server_process import ServerProcess
+from harness.processes import ServerProcess
 from localbo_client import Client
 
 SPACE = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": -1, "high": 1}}

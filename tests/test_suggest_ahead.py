@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from localbo.engine import Engine
+from local_service import LocalService as Engine
 from localbo.policies import Suggestion, SuggestRequest
 from localbo.workers import Executor
 
@@ -34,14 +34,16 @@ class Counting:
         self.max_active = 0
         self._guard = threading.Lock()
 
-    def run(self, policy: str, request: SuggestRequest, queue: str = "cpu") -> Suggestion:
+    def run(
+        self, policy: str, request: SuggestRequest, queue: str = "cpu", timeout: float = 900.0, local: bool = False
+    ) -> Suggestion:
         with self._guard:
             self.calls += 1
             self.active += 1
             self.max_active = max(self.max_active, self.active)
         try:
             time.sleep(self.delay)  # a slow refit, as at d = 100
-            return self.inner.run(policy, request, queue)
+            return self.inner.run(policy, request, queue, timeout, local)
         finally:
             with self._guard:
                 self.active -= 1
@@ -68,7 +70,7 @@ def make_engine(tmp_path: Path) -> Iterator:
 def settle(engine: Engine, name: str, timeout: float = 60.0) -> None:
     """Wait until no planning job for ``name`` is under way in this engine."""
     deadline = time.monotonic() + timeout
-    while (job := engine.jobs.running(name)) is not None:
+    while (job := engine.running_job(name)) is not None:
         job.result(timeout=max(0.0, deadline - time.monotonic()))
 
 
@@ -111,7 +113,7 @@ def test_with_suggest_ahead_off_the_ask_computes_the_step(make_engine) -> None:
     engine.tell("lazy", 1, 0.5)
     trials = run_batch(engine, "lazy")
     engine.tell("lazy", trials[-1]["number"], 0.1)
-    assert engine.jobs.running("lazy") is None
+    assert engine.running_job("lazy") is None
     assert engine.policy_view("lazy")["state"]["t"] == 0 and engine.executor.calls == 1
     assert engine.ask("lazy")["trials"][0]["source"] == "minucb"
     assert engine.policy_view("lazy")["state"]["t"] == 1 and engine.executor.calls == 2
@@ -161,7 +163,7 @@ def test_two_engines_on_one_database_never_refit_one_study_at_once(db_url: str, 
     """Two processes' engines (each with its own in-process locks): the claim on the study row keeps them apart."""
     first, second = make_engine(db_url, delay=0.5), make_engine(db_url, delay=0.5)
     first.create_study("shared", "minimize", SPACE, "minucb", LIGHT, seed=4)
-    jobs = [engine.jobs.start("shared", engine.plan_job, "shared", 1, False) for engine in (first, second)]
+    jobs = [engine.start_plan("shared") for engine in (first, second)]
     for job in jobs:
         job.result(timeout=60)
     assert first.executor.calls + second.executor.calls == 1
@@ -179,26 +181,26 @@ def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(
     engine.create_study("claimed", "minimize", SPACE, "minucb", LIGHT, seed=5)
     with engine.write.begin() as conn:  # another process holds the claim and is computing
         assert repo.claim_planning(conn, "claimed", "other", utcnow(), utcnow() + timedelta(seconds=60))
-    engine.plan_job("claimed", 1, True)
+    engine.plan("claimed", 1, True)
     assert engine.executor.calls == 0, "suggest-ahead leaves the study to the process computing it"
 
     with engine.write.begin() as conn:  # that process died: its claim ran out a second ago
         repo.renew_planning(conn, "claimed", "other", utcnow() - timedelta(seconds=1))
-    engine.plan_job("claimed", 1, False)
+    engine.plan("claimed", 1, False)
     assert engine.executor.calls == 1 and len(engine.policy_view("claimed")["planned"]) == 6
     with engine.db.begin() as conn:
         assert repo.get_study(conn, "claimed").plan_claim is None, "released after planning"
 
 
 def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    import localbo.engine
+    import localbo.planning.claims
 
-    monkeypatch.setattr(localbo.engine, "CLAIM_SECONDS", 0.3)  # renewed every 0.1 s; the refit takes 1.5 s
+    monkeypatch.setattr(localbo.planning.claims, "CLAIM_SECONDS", 0.3)  # renewed every 0.1 s; the refit takes 1.5 s
     first, second = make_engine(delay=1.5), make_engine()
     first.create_study("long", "minimize", SPACE, "minucb", LIGHT, seed=6)
-    job = first.jobs.start("long", first.plan_job, "long", 1, False)
+    job = first.start_plan("long")
     time.sleep(0.8)  # well past the claim's first life
-    second.plan_job("long", 1, True)
+    second.plan("long", 1, True)
     job.result(timeout=60)
     assert (first.executor.calls, second.executor.calls) == (1, 0)
 

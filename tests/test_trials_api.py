@@ -168,15 +168,12 @@ def test_a_failing_policy_falls_back_and_records_why(api) -> None:
 
 
 def test_policy_sees_completed_and_pending_points_with_minimisation_values(api) -> None:
-    from localbo.engine import Engine
-
     name = create(api, policy="test-counting", direction="maximize")
     t1 = ask(api, name)[0]
     tell(api, name, t1["number"], 5.0)
     ask(api, name)  # running
     ask(api, name)
-    engine: Engine = api.app.state.engine
-    with engine.db.connect() as conn:
+    with api.app.state.service.db.connect() as conn:
         from localbo.storage import repository as repo
 
         state = repo.get_study(conn, name).policy_state

@@ -54,14 +54,13 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
-    from localbo.storage.db import make_engine, upgrade
+    from localbo.bootstrap import prepare_database
 
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
-    engine.dispose()
+    prepare_database(settings)  # once, before the processes start: none of them migrates
     os.environ["LOCALBO_DATABASE_URL"] = settings.database_url
     uvicorn.run(
-        "localbo.api.main:app",
+        "localbo.api:create_app",
+        factory=True,
         host=settings.host,
         port=settings.port,
         workers=workers,
@@ -112,26 +111,25 @@ def worker(
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None) -> None:
     """Apply all Alembic migrations to the database."""
-    from localbo.storage.db import make_engine, upgrade
+    from localbo.bootstrap import prepare_database
 
     settings = _settings(db)
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
-    engine.dispose()
+    prepare_database(settings)
     typer.echo(f"database at head: {settings.database_url}")
 
 
-def _engine(db: str | None):  # noqa: ANN202
-    from localbo.engine import Engine
+def _service(db: str | None):  # noqa: ANN202
+    from localbo.bootstrap import Service, prepare_database
 
-    return Engine(_settings(db))
+    settings = _settings(db)
+    prepare_database(settings)
+    return Service(settings)
 
 
 @studies_app.command("list")
 def studies_list(db: DbOption = None) -> None:
     """One line per study: name, policy, trials, best value."""
-    engine = _engine(db)
-    rows = engine.list_studies()
+    rows = _service(db).studies.list()
     typer.echo(f"{'name':30} {'direction':9} {'policy':14} {'trials':>7} {'done':>7} best")
     for s in rows:
         m = s["summary"]
@@ -144,8 +142,8 @@ def studies_list(db: DbOption = None) -> None:
 @studies_app.command("show")
 def studies_show(name: str, db: DbOption = None) -> None:
     """The study as JSON, with its best trial."""
-    engine = _engine(db)
-    typer.echo(json.dumps({"study": engine.get_study(name), "best": engine.best(name)}, indent=2))
+    studies = _service(db).studies
+    typer.echo(json.dumps({"study": studies.get(name), "best": studies.best(name)}, indent=2))
 
 
 @studies_app.command("export")
@@ -155,15 +153,12 @@ def studies_export(
     format: Annotated[str, typer.Option(help="csv or json")] = "csv",
 ) -> None:
     """Print the study's trials as CSV or JSON."""
-    from localbo.api.trials import trials_csv
+    from localbo import export
 
-    study, trials = _engine(db).export(name)
-    if format == "json":
-        typer.echo(json.dumps({"study": study, "trials": trials}, indent=2))
-    elif format == "csv":
-        typer.echo(trials_csv(study, trials), nl=False)
-    else:
+    if format not in export.FORMATS:
         raise typer.BadParameter("expected csv or json", param_hint="--format")
+    text = export.render(_service(db).db, name, format)
+    typer.echo(text, nl=format == "json")
 
 
 if __name__ == "__main__":

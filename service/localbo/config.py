@@ -40,7 +40,7 @@ class Settings(BaseSettings):
     torch_threads: int = Field(default=0, ge=0, description="torch threads; 0 keeps torch's")
     device: str = Field(default="cpu", description="Policy device: auto | cpu | cuda")
 
-    # -- where and when policies compute (see localbo.workers and localbo.planner) --
+    # -- where and when policies compute (see localbo.workers and localbo.planning) --
     executor: Literal["inline", "celery"] = Field(
         default="inline", description="inline: a bounded pool in the API process; celery: workers via Redis"
     )

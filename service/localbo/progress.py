@@ -112,15 +112,15 @@ class Feed:
 class StudiesFeed:
     """One viewer's studies list: sent again (as ``GET /studies``) whenever a summary may have changed."""
 
-    def __init__(self, engine: Any, readable: Callable[[str], bool]) -> None:
-        self.engine, self.readable = engine, readable
+    def __init__(self, service: Any, readable: Callable[[str], bool]) -> None:
+        self.service, self.readable = service, readable
         self.marks: list[tuple] | None = None
 
     def poll(self) -> list[tuple[str, str]]:
-        with self.engine.db.begin() as conn:
+        with self.service.db.begin() as conn:
             marks = repo.summary_marks(conn)  # a few ms where the summaries scan every trial
         if marks == self.marks:
             return []
         self.marks = marks
-        studies = [s for s in self.engine.list_studies() if self.readable(s["name"])]
+        studies = [s for s in self.service.studies.list() if self.readable(s["name"])]
         return [("studies", json.dumps({"studies": studies}))]

@@ -14,12 +14,13 @@ from localbo.api import errors, progress, studies, trials
 from localbo.api.auth import Authentication, parse_tokens
 from localbo.api.schemas import Health
 from localbo.api.shutdown import on_exit_signals
+from localbo.bootstrap import Service
 from localbo.config import Settings, get_settings
-from localbo.engine import Engine
 
 
-def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
-    """Build the app; the schema is upgraded (Alembic) when the engine is made."""
+def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
+    """Build the app (uvicorn's factory calls it with no arguments); the schema must be at head already
+    (``bootstrap.prepare_database``, which ``localbo serve`` runs once before the processes start)."""
     settings = settings or get_settings()
     tokens = parse_tokens(settings.tokens)
     if settings.torch_threads:
@@ -34,7 +35,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         yield
         closing.set()
         undo()
-        app.state.engine.close()
+        app.state.service.close()
 
     app = FastAPI(
         title="localbo",
@@ -44,7 +45,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     )
     app.state.settings = settings
     app.state.tokens = tokens
-    app.state.engine = engine or Engine(settings)
+    app.state.service = service or Service(settings)
     errors.install(app)
     app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes, create_limit=settings.max_create_bytes)
     app.add_middleware(Authentication, tokens=tokens)  # outermost: 401 before the body is read
@@ -55,8 +56,8 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     def healthz() -> dict:
-        with app.state.engine.db.connect() as conn:
+        with app.state.service.db.connect() as conn:
             conn.execute(text("SELECT 1"))
-        return {"status": "ok", "version": localbo.__version__, "database": app.state.engine.db.dialect.name}
+        return {"status": "ok", "version": localbo.__version__, "database": app.state.service.db.dialect.name}
 
     return app

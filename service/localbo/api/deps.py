@@ -1,4 +1,4 @@
-"""Shared route dependencies: the engine, the caller, the study name and idempotency key."""
+"""Shared route dependencies: the service, the caller, the study name and idempotency key."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from fastapi import Depends, Header, Path, Request
 
 from localbo.api.auth import Principal, principal
 from localbo.api.schemas import STUDY_NAME
-from localbo.engine import Engine
+from localbo.bootstrap import Service
 
 
-async def get_engine(request: Request) -> Engine:
-    return request.app.state.engine
+async def get_service(request: Request) -> Service:
+    return request.app.state.service
 
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+ServiceDep = Annotated[Service, Depends(get_service)]
 Caller = Annotated[Principal, Depends(principal)]
 StudyName = Annotated[str, Path(pattern=STUDY_NAME, description="The study's URL-safe name")]
 IdempotencyKey = Annotated[

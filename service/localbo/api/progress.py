@@ -12,7 +12,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from localbo import progress
 from localbo.api.auth import check_read
-from localbo.api.deps import Caller, EngineDep, StudyName
+from localbo.api.deps import Caller, ServiceDep, StudyName
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
@@ -23,20 +23,20 @@ After = Annotated[int, Query(ge=0, description="Only trials numbered above this"
 
 
 @router.get("/studies/{study}/series")
-def series(study: StudyName, engine: EngineDep, who: Caller, after: After = 0) -> Response:
+def series(study: StudyName, service: ServiceDep, who: Caller, after: After = 0) -> Response:
     """The trials above ``after`` as columns (number, state, value, x in the unit cube, source, times, reasons).
 
     ``as_of`` and ``last`` are what to pass to ``/events`` as ``since`` and ``after``.
     """
     check_read(who, study)
-    return Response(progress.series(engine.db, study, after), media_type="application/json")
+    return Response(progress.series(service.db, study, after), media_type="application/json")
 
 
 @router.get("/studies/{study}/events")
 async def events(
     study: StudyName,
     request: Request,
-    engine: EngineDep,
+    service: ServiceDep,
     who: Caller,
     after: After = 0,
     since: Annotated[datetime | None, Query(description="Also resend trials finished since this time")] = None,
@@ -45,15 +45,15 @@ async def events(
     to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, trial
     count) and ``gone`` when the study is deleted."""
     check_read(who, study)
-    feed = await anyio.to_thread.run_sync(progress.Feed, engine.db, study, after, since)
+    feed = await anyio.to_thread.run_sync(progress.Feed, service.db, study, after, since)
     return _event_stream(feed.poll, request, progress.POLL_SECONDS)
 
 
 @router.get("/events")
-async def studies_events(request: Request, engine: EngineDep, who: Caller) -> StreamingResponse:
+async def studies_events(request: Request, service: ServiceDep, who: Caller) -> StreamingResponse:
     """Server-sent events for the studies list: ``studies`` (as ``GET /studies``, only those the token
     may read) at once and whenever a study's summary changes."""
-    return _event_stream(progress.StudiesFeed(engine, who.can_read).poll, request, LIST_POLL_SECONDS)
+    return _event_stream(progress.StudiesFeed(service, who.can_read).poll, request, LIST_POLL_SECONDS)
 
 
 def _event_stream(poll: Callable[[], Events], request: Request, interval: float) -> StreamingResponse:

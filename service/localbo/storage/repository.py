@@ -44,6 +44,7 @@ idempotency = _table(IdempotencyRecord)
 
 TRIAL_COLUMNS = [
     trials.c.id,
+    trials.c.study_id,
     trials.c.number,
     trials.c.state,
     trials.c.params,
@@ -108,12 +109,12 @@ def update_study(conn: Connection, study_id: int, **values: Any) -> None:
     conn.execute(update(studies).where(studies.c.id == study_id).values(**values))
 
 
-def claim_planning(conn: Connection, name: str, token: str, now: datetime, until: datetime) -> bool:
+def claim_planning(conn: Connection, study_id: int, token: str, now: datetime, until: datetime) -> bool:
     """Take the study's planning claim if nobody holds it (or the holder's claim ran out)."""
     done = conn.execute(
         update(studies)
         .where(
-            studies.c.name == name,
+            studies.c.id == study_id,
             (studies.c.plan_claimed_until.is_(None)) | (studies.c.plan_claimed_until < now),
         )
         .values(plan_claim=token, plan_claimed_until=until)
@@ -121,18 +122,35 @@ def claim_planning(conn: Connection, name: str, token: str, now: datetime, until
     return done.rowcount == 1
 
 
-def renew_planning(conn: Connection, name: str, token: str, until: datetime) -> None:
+def renew_planning(conn: Connection, study_id: int, token: str, until: datetime) -> None:
     conn.execute(
-        update(studies).where(studies.c.name == name, studies.c.plan_claim == token).values(plan_claimed_until=until)
+        update(studies).where(studies.c.id == study_id, studies.c.plan_claim == token).values(plan_claimed_until=until)
     )
 
 
-def release_planning(conn: Connection, name: str, token: str) -> None:
+def release_planning(conn: Connection, study_id: int, token: str) -> None:
     conn.execute(
         update(studies)
-        .where(studies.c.name == name, studies.c.plan_claim == token)
+        .where(studies.c.id == study_id, studies.c.plan_claim == token)
         .values(plan_claim=None, plan_claimed_until=None)
     )
+
+
+def planning_status(conn: Connection, study_id: int) -> Row | None:
+    """(claimed_until, planned: points in the plan) of the study, read without a lock; None if it is gone."""
+    planned = select(func.count()).select_from(plan).where(plan.c.study_id == study_id).scalar_subquery()
+    return conn.execute(
+        select(studies.c.plan_claimed_until.label("claimed_until"), planned.label("planned")).where(
+            studies.c.id == study_id
+        )
+    ).first()
+
+
+def get_study_by_id(conn: Connection, study_id: int, *, for_update: bool = False) -> Row | None:
+    query = select(studies).where(studies.c.id == study_id)
+    if for_update:
+        query = query.with_for_update()
+    return conn.execute(query).first()
 
 
 def delete_study(conn: Connection, study_id: int) -> None:
@@ -170,7 +188,7 @@ def insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 
 _LOCK_TRIAL = (
-    select(*TRIAL_COLUMNS, studies.c.id.label("study_id"))
+    select(*TRIAL_COLUMNS)
     .select_from(trials.join(studies, trials.c.study_id == studies.c.id))
     .where(studies.c.name == bindparam("name"), trials.c.number == bindparam("number"))
     .with_for_update(of=trials)
@@ -272,9 +290,10 @@ def best_trial(conn: Connection, study_id: int, direction: str) -> Row | None:
 
 
 def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Row]]:
-    """(completed (x, value, candidate) rows, pending (x, candidate) rows: running trials and the plan)."""
+    """(completed (number, x, value, candidate) rows by number, pending (x, candidate) rows: running trials
+    and the plan)."""
     done = conn.execute(
-        select(trials.c.x, trials.c.value, trials.c.candidate)
+        select(trials.c.number, trials.c.x, trials.c.value, trials.c.candidate)
         .where(trials.c.study_id == study_id, trials.c.state == "complete")
         .order_by(trials.c.number)
     ).all()
@@ -496,19 +515,14 @@ def failed_candidates(conn: Connection, study_id: int) -> list[int]:
     return [r for (r,) in conn.execute(query)]
 
 
-def purge_asked_plan(conn: Connection, name: str) -> None:
+def purge_asked_plan(conn: Connection, study_id: int) -> None:
     """Drops planned candidates that a trial already holds (a fallback took them after the plan was computed)."""
-    study_id = _STUDY_ID_BY_NAME_PLAIN.scalar_subquery()
     held = select(trials.c.candidate).where(
         trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
     )
     conn.execute(
-        delete(plan).where(plan.c.study_id == study_id, plan.c.candidate.is_not(None), plan.c.candidate.in_(held)),
-        {"name": name},
+        delete(plan).where(plan.c.study_id == study_id, plan.c.candidate.is_not(None), plan.c.candidate.in_(held))
     )
-
-
-_STUDY_ID_BY_NAME_PLAIN = select(studies.c.id).where(studies.c.name == bindparam("name"))
 
 
 # -- idempotency -----------------------------------------------------------------------

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from localbo.policies import PolicyRetry, Suggestion, SuggestRequest, get_policy
+from localbo.policies import Suggestion, SuggestRequest, get_policy
+
+
+class PolicyTimeout(Exception):
+    """The computation ran past ``LOCALBO_POLICY_TIMEOUT_SECONDS``; the planner falls back and frees the claim."""
 
 
 class Executor(Protocol):
     name: str
 
-    def run(self, policy: str, request: SuggestRequest, queue: str) -> Suggestion:
-        """The policy's suggestion for ``request``; raises what the policy raised. ``queue``: cpu | gpu."""
+    def run(self, policy: str, request: SuggestRequest, queue: str, timeout: float, local: bool = False) -> Suggestion:
+        """The policy's suggestion for ``request``, or what the policy raised, or ``PolicyTimeout`` after
+        ``timeout`` seconds. ``queue``: cpu | gpu. ``local``: compute in this process (a request too big
+        to send, such as a finite space's candidates, or too cheap to be worth the trip)."""
         ...
 
     def close(self) -> None: ...
 
 
 def run_suggest(policy: str, request: SuggestRequest) -> Suggestion:
-    """``policy.suggest(request)``, once more on ``PolicyRetry`` (the taxonomy in policies/base.py)."""
-    cls = get_policy(policy)
-    try:
-        return cls().suggest(request)
-    except PolicyRetry:
-        return cls().suggest(request)
+    """``policy.suggest(request)``: any exception is the planner's to handle (policies/base.py)."""
+    return get_policy(policy)().suggest(request)

@@ -12,11 +12,12 @@ import time
 
 import redis.exceptions
 from celery import Celery
+from celery.exceptions import TimeoutError as CeleryTimeout
 from kombu.exceptions import OperationalError
 
 from localbo.config import Settings
 from localbo.policies import Suggestion, SuggestRequest
-from localbo.workers.base import Executor
+from localbo.workers.base import Executor, PolicyTimeout
 from localbo.workers.celery_app import TASK, make_celery, queue_name
 from localbo.workers.wire import request_to_wire, suggestion_from_wire
 
@@ -45,10 +46,14 @@ class CeleryExecutor:
         self._broken = False  # after an outage Celery's result consumer must be rebuilt
         self._guard = threading.Lock()
 
-    def run(self, policy: str, request: SuggestRequest, queue: str = "cpu") -> Suggestion:
+    def run(
+        self, policy: str, request: SuggestRequest, queue: str = "cpu", timeout: float = 900.0, local: bool = False
+    ) -> Suggestion:
+        if local:
+            return self.fallback.run(policy, request, queue, timeout)
         with self._guard:
             if time.monotonic() < self._down_until:
-                return self.fallback.run(policy, request, queue)
+                return self.fallback.run(policy, request, queue, timeout)
             if self._broken:
                 self.app.close()
                 self.app, self._broken = api_celery(self.settings), False
@@ -58,11 +63,14 @@ class CeleryExecutor:
                 TASK, args=[request_to_wire(policy, request)], queue=queue_name(self.settings, queue), retry=False
             )
         except (*BROKER_DOWN, RuntimeError) as exc:  # RuntimeError: Celery gave up on the result store
-            return self._inline(policy, request, queue, f"cannot send to {queue!r}", exc)
+            return self._inline(policy, request, queue, timeout, f"cannot send to {queue!r}", exc)
         try:
-            data = result.get(timeout=self.settings.policy_timeout_seconds, propagate=True)
+            data = result.get(timeout=timeout, propagate=True)
+        except CeleryTimeout:
+            result.revoke()  # not yet started: no worker takes it; started: its answer is dropped
+            raise PolicyTimeout(f"{policy} on queue {queue!r} computed longer than {timeout:g} s") from None
         except BROKER_DOWN as exc:  # Redis went away while a worker computed: do it here
-            return self._inline(policy, request, queue, f"lost the result of task {result.id}", exc)
+            return self._inline(policy, request, queue, timeout, f"lost the result of task {result.id}", exc)
         finally:
             try:
                 result.forget()  # the result is read; do not keep it in Redis for result_expires
@@ -70,7 +78,9 @@ class CeleryExecutor:
                 pass
         return suggestion_from_wire(data)
 
-    def _inline(self, policy: str, request: SuggestRequest, queue: str, what: str, exc: BaseException) -> Suggestion:
+    def _inline(
+        self, policy: str, request: SuggestRequest, queue: str, timeout: float, what: str, exc: BaseException
+    ) -> Suggestion:
         with self._guard:
             self._down_until = time.monotonic() + RETRY_BROKER_AFTER_S
             self._broken = True
@@ -81,7 +91,7 @@ class CeleryExecutor:
             exc,
             RETRY_BROKER_AFTER_S,
         )
-        return self.fallback.run(policy, request, queue)
+        return self.fallback.run(policy, request, queue, timeout)
 
     def close(self) -> None:
         self.fallback.close()

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-log = logging.getLogger("localbo.planner")
+log = logging.getLogger("localbo.planning")
 
 
 class Jobs:
     def __init__(self, threads: int) -> None:
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="localbo-plan")
-        self._running: dict[str, Future] = {}
-        self._again: dict[str, tuple[Callable[..., Any], tuple, bool]] = {}
+        self._running: dict[Hashable, Future] = {}
+        self._again: dict[Hashable, tuple[Callable[..., Any], tuple, bool]] = {}
         self._guard = threading.Lock()
 
-    def start(self, key: str, fn: Callable[..., Any], *args: Any, weak: bool = False) -> Future:
+    def start(self, key: Hashable, fn: Callable[..., Any], *args: Any, weak: bool = False) -> Future:
         """The future of the job for ``key``: a new one, or the one under way (which then runs ``fn`` again).
 
         A ``weak`` call (suggest-ahead) does not replace a strong one (an ask's) waiting to run again.
@@ -39,11 +39,11 @@ class Jobs:
             self._running[key] = job
             return job
 
-    def running(self, key: str) -> Future | None:
+    def running(self, key: Hashable) -> Future | None:
         with self._guard:
             return self._running.get(key)
 
-    def _run(self, key: str, fn: Callable[..., Any], args: tuple) -> None:
+    def _run(self, key: Hashable, fn: Callable[..., Any], args: tuple) -> None:
         try:
             first = True
             while True:

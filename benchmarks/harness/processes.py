@@ -1,4 +1,5 @@
-"""``localbo serve`` and ``localbo worker`` in child processes: for tests and benchmarks."""
+"""``localbo serve`` and ``localbo worker`` in child processes: launchers for tests, benchmarks and scripts
+(not part of the production package)."""
 
 from __future__ import annotations
 

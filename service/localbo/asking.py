@@ -1,0 +1,224 @@
+"""Asking: hand out trials from the study's plan, one short write transaction per attempt.
+
+An ask takes the study's row lock, sweeps expired leases (at most once a second per study), hands
+out planned points and returns. When the plan is short it rolls back, leaves the lock and waits for
+the study's planning job (``planning.Planner``); an ask that waited ``LOCALBO_ASK_WAIT_SECONDS`` in
+vain gets fallback points (source "fallback") and the job goes on for the asks after it. A client's
+own running trials (``client_id``) come back first, with their leases extended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import torch
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import IntegrityError
+
+from localbo import idempotency
+from localbo.config import Settings
+from localbo.domain import Source, StudySpace, TrialState, iso, trial_out
+from localbo.errors import Busy, Conflict, InvalidInput, NotFound
+from localbo.planning.fallback import fallback_points, mixed_seed
+from localbo.planning.planner import Planner
+from localbo.planning.runner import policy_state
+from localbo.policies import get_policy
+from localbo.spaces import Spaces
+from localbo.storage import repository as repo
+from localbo.storage.models import utcnow
+from localbo.transactions import Transactions
+
+log = logging.getLogger("localbo.asking")
+
+MAX_PLAN_ROUNDS = 20
+EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
+LATE_SALT = 104_729
+
+
+class _PlanShort(Exception):
+    """The plan holds too few points: roll the transaction back and run the policy."""
+
+    def __init__(self, study_id: int, need: int) -> None:
+        self.study_id, self.need = study_id, need
+
+
+@dataclass(frozen=True)
+class Short:
+    study_id: int
+    need: int  # how many points the ask takes from the plan (the plan may hold some of them)
+
+
+class Asking:
+    def __init__(self, settings: Settings, write: Engine, tx: Transactions, spaces: Spaces, planner: Planner) -> None:
+        self.settings, self.write, self.tx, self.spaces, self.planner = settings, write, tx, spaces, planner
+        self._expiry_checked: dict[int, float] = {}  # study id -> when its leases were last swept
+        self._recheck_keys = write.dialect.name != "sqlite"  # see idempotency.replay
+
+    async def ask(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
+        """Hand out ``count`` trials; when the plan is short, wait for the study's planning job."""
+        deadline = time.monotonic() + self.settings.ask_wait_seconds
+        for _ in range(MAX_PLAN_ROUNDS):
+            served = await self.tx.run(self.step, name, count, client_id, key)
+            if not isinstance(served, Short):
+                return served
+            job = self.planner.start(served.study_id, served.need)
+            if not await _wait(job, deadline - time.monotonic()):
+                break
+        return await self.tx.run(self.step, name, count, client_id, key, True)
+
+    def ask_blocking(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
+        """``ask`` for callers without an event loop (the CLI, tests, benchmarks)."""
+        return asyncio.run(self.ask(name, count, client_id, key))
+
+    def step(
+        self, name: str, count: int, client_id: str | None, key: str | None, fallback: bool = False
+    ) -> dict | Short:
+        """One write transaction: serve from the plan, or say how many points the plan must hold.
+
+        With ``fallback`` the points the plan lacks are made up at once (source "fallback").
+        """
+        if not 1 <= count <= self.settings.max_ask_count:
+            raise InvalidInput("count", f"expected 1..{self.settings.max_ask_count}, got {count}")
+        body = {"count": count, "client_id": client_id}
+        for attempt in range(2):
+            try:
+                with self.write.begin() as conn:
+                    study = repo.lock_study_for_ask(conn, name, key)
+                    if study is None:
+                        raise NotFound(f"study {name!r} not found")
+                    if study.idem_hash is not None:
+                        if study.idem_hash != idempotency.request_hash("ask", body):
+                            raise InvalidInput("Idempotency-Key", f"{key!r} was already used for a different request")
+                        return study.idem_response
+                    if self._recheck_keys and (replay := idempotency.replay(conn, study.id, key, "ask", body)):
+                        return replay
+                    response = self._serve(conn, study, count, client_id, fallback)
+                    idempotency.remember(conn, study.id, key, "ask", body, response)
+                    return response
+            except _PlanShort as short:  # rolled back: the points it popped are in the plan again
+                self._expiry_checked.pop(short.study_id, None)
+                return Short(short.study_id, short.need)
+            except IntegrityError:
+                # the same key stored by a concurrent duplicate: the next attempt replays its answer
+                if not key or attempt:
+                    raise Busy("the study changed while asking; retry") from None
+        raise AssertionError("unreachable")
+
+    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None, fallback: bool) -> dict:
+        """Hand out ``count`` trials inside the caller's transaction; raises _PlanShort if the plan is short."""
+        now = utcnow()
+        space = self.spaces.of(conn, study)
+        if self._expiry_due(study.id, now):
+            sweep_expired(conn, study.id, now)
+            repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
+        lease = now + timedelta(seconds=self.settings.lease_seconds)
+        mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
+        need = count - len(mine)
+        finite = space.candidates
+        if finite is not None and not finite.allow_repeats and study.trial_count + need > finite.size:
+            left = finite.size - len(repo.held_candidates(conn, study.id))
+            if need > left:
+                raise Conflict(f"count: {left} of the study's {finite.size} candidates are left to ask, not {need}")
+        planned = self._pop_plan(conn, study, need, space) if need else []
+        if len(planned) < need:
+            if not fallback:
+                raise _PlanShort(study.id, need)
+            planned += self._late_points(conn, study, need - len(planned), space)
+        repo.extend_leases(conn, [r.id for r in mine], lease)
+        new = [
+            {
+                "study_id": study.id,
+                "number": study.trial_count + i + 1,
+                "state": TrialState.RUNNING.value,
+                "params": space.params(x, candidate),
+                "x": x,
+                "value": None,
+                "reason": None,
+                "source": source,
+                "client_id": client_id,
+                "lease_expires_at": lease,
+                "created_at": now,
+                "completed_at": None,
+                "candidate": candidate,
+                "candidate_id": space.candidate_id(candidate),
+            }
+            for i, (x, source, candidate) in enumerate(planned)
+        ]
+        repo.insert_trials(conn, new)
+        if new:
+            repo.set_trial_count(conn, study.id, study.trial_count + len(new))
+        out = [{**trial_out(r), "lease_expires_at": iso(lease)} for r in mine]
+        return {"trials": out + [trial_out(r) for r in new]}
+
+    def _pop_plan(self, conn: Connection, study: Row, need: int, space: StudySpace) -> list[repo.PlanPoint]:
+        """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds.
+
+        A plan computed from an older snapshot may name a candidate that a fallback point took meanwhile:
+        such points are dropped (and the plan job purges them for good before it plans).
+        """
+        points = [(p.x, p.source, p.candidate) for p in repo.pop_plan(conn, study.id, need)]
+        finite = space.candidates
+        if finite is None or finite.allow_repeats:
+            return points
+        candidates = [c for _, _, c in points if c is not None]
+        taken = repo.held_candidates(conn, study.id, candidates)
+        if len(set(candidates)) == len(candidates) and not taken:
+            return points
+        out = []
+        for x, source, c in points:
+            if c is not None and c not in taken:
+                out.append((x, source, c))
+                taken.add(c)
+        return out
+
+    def _late_points(self, conn: Connection, study: Row, k: int, space: StudySpace) -> list[repo.PlanPoint]:
+        """``k`` seeded fallback points where the policy allows (its fallback box); the policy state is untouched."""
+        generator = torch.Generator().manual_seed(mixed_seed(study.seed, LATE_SALT, study.trial_count))
+        if space.candidates is not None:
+            taken = set() if space.candidates.allow_repeats else repo.asked_candidates(conn, study.id)
+            points = fallback_points(space, k, generator, None, taken)
+        else:
+            cls = get_policy(study.policy)
+            state, _ = policy_state(cls, study)
+            box = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), space.dim)
+            points = fallback_points(space, k, generator, box)
+        log.warning(
+            "study %s: the policy was not ready within %.1f s; %d fallback point(s)",
+            study.name,
+            self.settings.ask_wait_seconds,
+            k,
+        )
+        return points
+
+    def _expiry_due(self, study_id: int, now: datetime) -> bool:
+        """Look for expired leases and old idempotency answers at most once per EXPIRY_CHECK_SECONDS per study."""
+        last = self._expiry_checked.get(study_id)
+        if last is not None and now.timestamp() - last < EXPIRY_CHECK_SECONDS:
+            return False
+        if len(self._expiry_checked) > 100_000:  # bounded: forgetting only means an early sweep
+            self._expiry_checked.clear()
+        self._expiry_checked[study_id] = now.timestamp()
+        return True
+
+
+def sweep_expired(conn: Connection, study_id: int, now: datetime) -> list[int]:
+    """Running trials whose lease ran out become stale; their points are offered again, before new ones."""
+    stale = repo.expire_leases(conn, study_id, now)
+    if stale:
+        repo.add_plan(conn, study_id, [(r.x, Source.STALE_RETRY.value, r.candidate) for r in stale], priority=1)
+    return [r.number for r in stale]
+
+
+async def _wait(job: Future, timeout: float) -> bool:
+    """Wait for ``job`` up to ``timeout`` seconds without holding a thread; False on timeout (the job goes on)."""
+    try:
+        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), max(0.0, timeout))
+        return True
+    except TimeoutError:
+        return False

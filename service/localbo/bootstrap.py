@@ -1,0 +1,61 @@
+"""The composition root: the database, its writer, the executor, the planner and the services on top.
+
+    prepare_database(settings)       # migrations, once, before any process serves (never at import)
+    service = Service(settings)      # builds everything; nothing here touches the schema
+    service.close()
+
+The API (``api.create_app``, built by uvicorn's factory) and the CLI build one ``Service`` each.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from localbo.asking import Asking
+from localbo.config import Settings
+from localbo.planning.planner import Planner
+from localbo.planning.runner import PolicyRunner
+from localbo.spaces import Spaces
+from localbo.storage.db import make_engine, upgrade, writer
+from localbo.studies import Studies
+from localbo.telling import Telling
+from localbo.transactions import Transactions
+from localbo.workers import make_executor
+
+
+def prepare_database(settings: Settings) -> None:
+    """Apply the schema's migrations (safe from several processes at once: Postgres takes a lock)."""
+    db = make_engine(settings.database_url, settings.sqlite_synchronous)
+    try:
+        upgrade(db)
+    finally:
+        db.dispose()
+
+
+def policy_device(setting: str) -> torch.device:
+    if setting == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(setting)
+
+
+class Service:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.db = make_engine(settings.database_url, settings.sqlite_synchronous)
+        self.write = writer(self.db)
+        self.tx = Transactions(sqlite=self.db.dialect.name == "sqlite")
+        self.device = policy_device(settings.device)
+        self.executor = make_executor(settings)
+        self.spaces = Spaces()
+        self.runner = PolicyRunner(settings, self.executor, self.device)
+        self.planner = Planner(settings, self.db, self.write, self.spaces, self.runner)
+        self.studies = Studies(self.db, self.write, self.spaces)
+        self.asking = Asking(settings, self.write, self.tx, self.spaces, self.planner)
+        self.telling = Telling(settings, self.write, self.spaces, self.planner)
+
+    def close(self, wait: bool = False) -> None:
+        """Stop planning (``wait``: let running jobs finish, for tests), the executor and the pools."""
+        self.planner.close(wait)
+        self.executor.close()
+        self.tx.close()
+        self.db.dispose()

@@ -1,0 +1,97 @@
+"""The records the API returns, built from storage rows in one place: a trial and a study with its summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, TypedDict
+
+from sqlalchemy.engine import Row
+
+
+class TrialRecord(TypedDict):
+    number: int
+    state: str
+    params: dict[str, Any]
+    value: float | None
+    reason: str | None
+    source: str
+    client_id: str | None
+    lease_expires_at: str | None
+    created_at: str | None
+    completed_at: str | None
+    candidate: str | None  # a finite space's candidate id
+
+
+class StudySummary(TypedDict):
+    n_trials: int
+    n_running: int
+    n_complete: int
+    n_failed: int
+    n_stale: int
+    best_value: float | None
+    last_activity: str | None
+
+
+class StudyRecord(TypedDict):
+    id: int
+    name: str
+    direction: str
+    space: dict[str, Any]
+    policy: str
+    policy_config: dict[str, Any]
+    metadata: dict[str, Any]
+    seed: int
+    created_at: str | None
+    policy_state_version: int
+    last_policy_error: str | None
+    summary: StudySummary
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def trial_out(row: Row | Mapping[str, Any]) -> TrialRecord:
+    r = row._mapping if isinstance(row, Row) else row
+    return {
+        "number": r["number"],
+        "state": r["state"],
+        "params": r["params"],
+        "value": r["value"],
+        "reason": r["reason"],
+        "source": r["source"],
+        "client_id": r["client_id"],
+        "lease_expires_at": iso(r["lease_expires_at"]),
+        "created_at": iso(r["created_at"]),
+        "completed_at": iso(r["completed_at"]),
+        "candidate": r.get("candidate_id"),
+    }
+
+
+def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
+    s = summary or {}
+    best = s.get("min_value") if row.direction == "minimize" else s.get("max_value")
+    last = max(filter(None, (s.get("last_created_at"), s.get("last_completed_at"))), default=None)
+    return {
+        "id": row.id,
+        "name": row.name,
+        "direction": row.direction,
+        "space": row.space,
+        "policy": row.policy,
+        "policy_config": row.policy_config,
+        "metadata": row.user_metadata,
+        "seed": row.seed,
+        "created_at": iso(row.created_at),
+        "policy_state_version": row.policy_state_version,
+        "last_policy_error": row.last_policy_error,
+        "summary": {
+            "n_trials": int(s.get("n") or 0),
+            "n_running": int(s.get("running") or 0),
+            "n_complete": int(s.get("complete") or 0),
+            "n_failed": int(s.get("failed") or 0),
+            "n_stale": int(s.get("stale") or 0),
+            "best_value": best,
+            "last_activity": iso(last),
+        },
+    }

@@ -1,0 +1,25 @@
+"""The words every layer shares: a trial's state and where its point came from."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TrialState(StrEnum):
+    RUNNING = "running"  # handed out, lease running
+    COMPLETE = "complete"  # told a value
+    FAILED = "failed"  # told failed: no value will come
+    STALE = "stale"  # its lease ran out; its point is offered again, a late tell still counts
+
+    @classmethod
+    def open(cls) -> tuple[TrialState, ...]:
+        """States a tell may still finish."""
+        return (cls.RUNNING, cls.STALE)
+
+
+class Source(StrEnum):
+    """Where a trial's point came from, besides the name of the policy that planned it."""
+
+    FALLBACK = "fallback"  # made up when the policy failed or was late
+    STALE_RETRY = "stale-retry"  # the point of a trial whose lease ran out, offered again
+    EXTERNAL = "external"  # told by a user, never asked

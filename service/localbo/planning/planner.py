@@ -1,0 +1,109 @@
+"""The planning job: make a study's plan hold the points asks need, computed away from the requests.
+
+``plan(study_id, need, ahead)`` runs as a background job (``jobs.Jobs``: one per study in this
+process); across processes the claim (``claims.Claims``) keeps computations apart. The job runs the
+policy on a snapshot and stores the plan only if the study is still the one it planned for (same id,
+same state version): a study deleted meanwhile, or planned by another process, drops the result.
+
+Suggest-ahead (``ahead``, after a tell): only when the plan is empty and the policy says a suggest
+now makes progress, so the next ask is served from the plan.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection
+
+from localbo.config import Settings
+from localbo.planning.claims import Claims, Waited
+from localbo.planning.jobs import Jobs
+from localbo.planning.runner import Plan, PolicyRunner, policy_state
+from localbo.policies import get_policy
+from localbo.spaces import Spaces
+from localbo.storage import repository as repo
+
+
+class Planner:
+    def __init__(self, settings: Settings, db: Engine, write: Engine, spaces: Spaces, runner: PolicyRunner) -> None:
+        self.settings, self.db, self.write, self.spaces, self.runner = settings, db, write, spaces, runner
+        self.jobs = Jobs(settings.plan_threads)
+        self.claims = Claims(db, write)
+        self._locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def close(self, wait: bool = False) -> None:
+        self.jobs.close(wait)
+
+    def start(self, study_id: int, need: int) -> Future:
+        """The study's planning job for an ask that needs ``need`` points (joins one under way)."""
+        return self.jobs.start(study_id, self.plan, study_id, need, False)
+
+    def plan_ahead(self, study_id: int) -> Future | None:
+        """Suggest-ahead: start the study's planning job now, if configured (it decides whether to compute)."""
+        if not self.settings.suggest_ahead:
+            return None
+        return self.jobs.start(study_id, self.plan, study_id, 1, True, weak=True)
+
+    def plan(self, study_id: int, need: int, ahead: bool) -> None:
+        """Make the plan hold at least ``need`` points: compute the rest, or wait for the process computing it.
+
+        Suggest-ahead leaves partial plans (one point after a tell), so an ask for several points may
+        find some planned: the policy computes only the missing ones, conditioned on those.
+        """
+        with self._study_lock(study_id):
+            token = uuid.uuid4().hex
+            give_up = time.monotonic() + self.settings.policy_timeout_seconds + 60
+            while not self.claims.take(study_id, token):
+                if ahead:
+                    return  # another process is computing: it plans, not us
+                if self.claims.wait(study_id, need, give_up) is not Waited.FREE:
+                    return  # planned by another process, the study is gone, or we gave up
+            try:
+                self._plan_claimed(study_id, need, ahead, token)
+            finally:
+                self.claims.release(study_id, token)
+
+    def _study_lock(self, study_id: int) -> threading.Lock:
+        """Callers outside ``jobs`` (tests, a second job after a restart) never plan one study twice at once."""
+        with self._locks_guard:
+            return self._locks.setdefault(study_id, threading.Lock())
+
+    def _plan_claimed(self, study_id: int, need: int, ahead: bool, token: str) -> None:
+        with self.db.begin() as conn:
+            study = repo.get_study_by_id(conn, study_id)
+            if study is None:
+                return
+            in_plan = repo.count_plan(conn, study_id)
+            if in_plan >= need or (ahead and in_plan):
+                return
+            cls = get_policy(study.policy)
+            space = self.spaces.of(conn, study)
+            finite = space.candidates is not None
+            done, pending = repo.history(conn, study_id) if cls.needs_history or finite else ([], [])
+            failed = repo.failed_candidates(conn, study_id) if finite else []
+        if ahead:
+            state, _ = policy_state(cls, study)
+            if not cls.plans_now(state, len(done), len(pending)):
+                return
+        with self.claims.renewing(study_id, token):
+            plan = self.runner.run(study, space, done, pending, need - in_plan, failed)
+        with self.write.begin() as conn:
+            current = repo.get_study_by_id(conn, study_id, for_update=True)
+            if current is not None and current.policy_state_version == plan.version:
+                store(conn, current.id, current.policy_state_version, plan)
+
+
+def store(conn: Connection, study_id: int, version: int, plan: Plan) -> None:
+    """The plan's points queued, its state (if any) stored as the next version, its error recorded."""
+    repo.add_plan(conn, study_id, plan.points)
+    values: dict = {"policy_state_version": version + 1}
+    if plan.state is not None:
+        values["policy_state"] = plan.state
+    if plan.error:
+        values["last_policy_error"] = plan.error
+    repo.update_study(conn, study_id, **values)

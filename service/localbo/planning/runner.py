@@ -1,0 +1,187 @@
+"""One policy computation: a ``SuggestRequest`` from a snapshot of the study, run through the executor
+(bounded by ``LOCALBO_POLICY_TIMEOUT_SECONDS``), and the answer checked before it becomes a plan.
+
+A policy that raises, times out or answers nonsense never takes the study down: the plan is then
+fallback points (``fallback.py``) and the error is recorded on the study; the state is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import CancelledError
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from sqlalchemy.engine import Row
+
+from localbo.config import Settings
+from localbo.domain import StudySpace
+from localbo.planning.fallback import fallback_points, mixed_seed
+from localbo.policies import SuggestRequest, get_policy
+from localbo.policies.base import FiniteSpace, Policy, PolicyState, SpaceStructure
+from localbo.storage.models import utcnow
+from localbo.storage.repository import PlanPoint
+from localbo.workers import Executor
+
+log = logging.getLogger("localbo.planning")
+FAILURE_SALT = 7919
+
+
+@dataclass
+class Plan:
+    version: int  # the state version the plan was computed from
+    points: list[PlanPoint]
+    state: dict[str, Any] | None  # the state to store (None: keep the stored one)
+    error: str | None  # why the points are fallback points, or why the state restarted
+
+
+def policy_state(cls: type[Policy], study: Row) -> tuple[PolicyState, str | None]:
+    """The study's stored state as the policy's typed State (migrated), and why it restarted, if it did."""
+    state, note = cls.load_state(study.policy_state or None)
+    if note:
+        log.warning(
+            "study %s: the %s policy's stored state was not usable (%s); it starts afresh", study.name, cls.name, note
+        )
+    return state, note
+
+
+def rng_seed(study: Row) -> int:
+    """Seeds the request's generator: the study's seed and how many plans it stored before."""
+    return mixed_seed(study.seed, 104_723, study.policy_state_version)
+
+
+class PolicyRunner:
+    def __init__(self, settings: Settings, executor: Executor, device: torch.device) -> None:
+        self.settings, self.executor, self.device = settings, executor, device
+
+    def queue_for(self, study: Row, n: int, dim: int) -> str:
+        """The worker queue: the study's config says, else its size (observations x parameters)."""
+        queue = (study.policy_config or {}).get("queue", "auto")
+        if queue != "auto":
+            return str(queue)
+        size = n * dim
+        return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
+
+    def run(
+        self,
+        study: Row,
+        space: StudySpace,
+        done: Sequence[Row],
+        pending: Sequence[Row],
+        short: int,
+        failed: list[int],
+    ) -> Plan:
+        """A plan of at least ``short`` points for ``study`` given its completed and pending rows."""
+        cls = get_policy(study.policy)
+        state, note = policy_state(cls, study)
+        config = cls.Config.model_validate(study.policy_config)
+        try:
+            request = self.request(study, space, cls, state, config, done, pending, short, failed)
+            local = space.candidates is not None or not cls.needs_history
+            suggestion = self.executor.run(
+                cls.name,
+                request,
+                self.queue_for(study, len(done), space.dim),
+                self.settings.policy_timeout_seconds,
+                local=local,
+            )
+            points = self.points(cls.name, space, suggestion, request, short)
+            return Plan(study.policy_state_version, points, cls.dump_state(suggestion.state), note)
+        except CancelledError:
+            raise  # the server is shutting down: no fallback plan, no error on the study
+        except Exception as exc:  # a failing policy never takes the study down
+            log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
+            generator = torch.Generator().manual_seed(mixed_seed(study.seed, FAILURE_SALT, study.policy_state_version))
+            taken = self.taken(space, done, pending, failed)
+            box = None if space.candidates is not None else cls.fallback_box(state, config, space.dim)
+            points = fallback_points(space, short, generator, box, taken)
+            error = f"{utcnow().isoformat()} {type(exc).__name__}: {exc}"
+            return Plan(study.policy_state_version, points, None, error)
+
+    def request(
+        self,
+        study: Row,
+        space: StudySpace,
+        cls: type[Policy],
+        state: PolicyState,
+        config: Any,
+        done: Sequence[Row],
+        pending: Sequence[Row],
+        short: int,
+        failed: list[int],
+    ) -> SuggestRequest:
+        dim = space.dim
+        sign = 1.0 if study.direction == "minimize" else -1.0  # policies minimise
+
+        def tensor(rows: list, n_cols: int) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.float64, device=self.device).reshape(-1, n_cols)
+
+        return SuggestRequest(
+            dim=dim,
+            X=tensor([r.x for r in done], dim),
+            y=tensor([sign * r.value for r in done], 1).reshape(-1),
+            numbers=torch.tensor([r.number for r in done], dtype=torch.long, device=self.device),
+            X_pending=tensor([r.x for r in pending], dim),
+            count=short,
+            state=state,
+            config=config,
+            seed=study.seed,
+            rng_seed=rng_seed(study),
+            space=SpaceStructure(dim=dim, onehot=space.onehot_blocks(), finite=space.candidates is not None),
+            device=self.device,
+            finite=self.finite_request(space, done, pending, failed) if space.candidates is not None else None,
+        )
+
+    def finite_request(
+        self, space: StudySpace, done: Sequence[Row], pending: Sequence[Row], failed: list[int]
+    ) -> FiniteSpace:
+        """The policy's view of a finite space: candidates on the device, what was asked, the prior kernel."""
+        finite = space.candidates
+        assert finite is not None
+
+        def index(values: list) -> torch.Tensor:
+            return torch.tensor([v for v in values if v is not None], dtype=torch.long, device=self.device)
+
+        return FiniteSpace(
+            candidates=finite.X.to(self.device),
+            X_index=index([r.candidate for r in done]),
+            pending_index=index([r.candidate for r in pending]),
+            blocked_index=index(failed),
+            allow_repeats=finite.allow_repeats,
+            kernel=finite.kernel.to(self.device) if finite.kernel is not None else None,
+            features=finite.features.to(self.device) if finite.features is not None else None,
+        )
+
+    @staticmethod
+    def taken(space: StudySpace, done: Sequence[Row], pending: Sequence[Row], failed: list[int]) -> set[int]:
+        """Candidates a fallback must not take: asked, planned or failed (none when repeats are allowed)."""
+        if space.candidates is None or space.candidates.allow_repeats:
+            return set()
+        used = {r.candidate for r in [*done, *pending] if r.candidate is not None}
+        return used | set(failed)
+
+    def points(
+        self, name: str, space: StudySpace, suggestion: Any, request: SuggestRequest, short: int
+    ) -> list[PlanPoint]:
+        """The suggestion as plan rows, checked: shape, finiteness; on a finite space, indices not asked."""
+        finite = space.candidates
+        if finite is not None:
+            index = suggestion.index
+            if index is None or index.ndim != 1 or index.numel() < short:
+                raise ValueError(f"{name} returned no candidate indices (need >= {short}) on a finite space")
+            chosen = [int(i) for i in index.tolist()]
+            if min(chosen) < 0 or max(chosen) >= finite.size:
+                raise ValueError(f"{name} returned candidate indices outside 0..{finite.size - 1}")
+            if not finite.allow_repeats:
+                assert request.finite is not None
+                used = set(request.finite.X_index.tolist()) | set(request.finite.pending_index.tolist())
+                used |= set(request.finite.blocked_index.tolist())
+                if used & set(chosen) or len(set(chosen)) != len(chosen):
+                    raise ValueError(f"{name} chose a candidate that was asked already")
+            return [(finite.x[c], name, c) for c in chosen]
+        X = suggestion.X.detach().to("cpu", torch.float64)
+        if X.ndim != 2 or X.shape[1] != space.dim or X.shape[0] < short or not torch.isfinite(X).all():
+            raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {space.dim}, finite")
+        return [(space.snap(row), name, None) for row in X.clamp(0.0, 1.0).tolist()]

@@ -1,0 +1,152 @@
+"""Studies: create (space and policy config validated before anything is stored), read, list, delete,
+and the policy's view (its state, what it displays, its plan queue)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import IntegrityError
+
+from localbo.domain import StudySpace, study_out, trial_out
+from localbo.domain.records import StudyRecord, TrialRecord
+from localbo.errors import Conflict, InvalidInput, NotFound
+from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
+from localbo.planning.runner import policy_state
+from localbo.policies import PolicyConfigError, get_policy, registry
+from localbo.space import SearchSpace, SpaceError
+from localbo.spaces import Spaces
+from localbo.storage import repository as repo
+from localbo.storage.models import utcnow
+
+
+def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: str = "continuous") -> dict[str, Any]:
+    """The policy's config with its defaults filled in, or a 422 naming the field."""
+    try:
+        cls = get_policy(policy)
+    except KeyError:
+        raise InvalidInput("policy", f"unknown policy {policy!r}; expected one of {sorted(registry())}") from None
+    try:
+        parsed = cls.Config.model_validate(config or {})
+        cls.check_space(kind)
+        cls.check_study(dim, parsed)
+        return parsed.model_dump(mode="json")
+    except PolicyConfigError as exc:
+        raise InvalidInput(exc.field, str(exc).split(": ", 1)[-1]) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"policy_config.{where}" if where else "policy_config", err["msg"]) from None
+
+
+def get_row(conn: Connection, name: str, *, lock: bool = False) -> Row:
+    study = repo.get_study(conn, name, for_update=lock)
+    if study is None:
+        raise NotFound(f"study {name!r} not found")
+    return study
+
+
+class Studies:
+    def __init__(self, db: Engine, write: Engine, spaces: Spaces) -> None:
+        self.db, self.write, self.spaces = db, write, spaces
+
+    def create(
+        self,
+        name: str,
+        direction: str,
+        space: dict[str, Any],
+        policy: str,
+        policy_config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> StudyRecord:
+        finite: FiniteSpec | None = None
+        try:
+            if is_finite_spec(space):
+                finite = parse_finite(space)
+                stored, dim, kind = finite.summary(), finite.dim, "finite"
+            else:
+                parsed = SearchSpace.parse(space)
+                stored, dim, kind = parsed.spec(), parsed.dim, parsed.kind
+        except SpaceError as exc:
+            raise InvalidInput(exc.field, exc.message) from None
+        if direction not in ("minimize", "maximize"):
+            raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
+        config = validate_policy(policy, policy_config, dim, kind)
+        values = {
+            "name": name,
+            "direction": direction,
+            "space": stored,
+            "policy": policy,
+            "policy_config": config,
+            "user_metadata": metadata or {},
+            "seed": secrets.randbelow(2**31) if seed is None else seed,
+            "policy_state": {},
+            "policy_state_version": 0,
+            "trial_count": 0,
+            "created_at": utcnow(),
+        }
+        try:
+            with self.write.begin() as conn:
+                study_id = repo.insert_study(conn, values)
+                if finite is not None:
+                    kernel = finite.kernel.numpy().tobytes() if finite.kernel is not None else None
+                    repo.insert_candidates(conn, study_id, finite.rows(), kernel)
+        except IntegrityError:
+            raise Conflict(f"name: a study named {name!r} already exists") from None
+        return self.get(name)
+
+    def get(self, name: str) -> StudyRecord:
+        with self.db.begin() as conn:
+            study = get_row(conn, name)
+            summary = repo.summaries(conn, [study.id]).get(study.id)
+        return study_out(study, summary)
+
+    def list(self) -> list[StudyRecord]:
+        with self.db.begin() as conn:
+            rows = repo.list_studies(conn)
+            summaries = repo.summaries(conn)
+        return [study_out(row, summaries.get(row.id)) for row in rows]
+
+    def delete(self, name: str) -> None:
+        with self.write.begin() as conn:
+            repo.delete_study(conn, get_row(conn, name, lock=True).id)
+
+    def trials(self, name: str, after: int = 0, limit: int = 100, state: str | None = None) -> dict[str, Any]:
+        """A page of the study's trials by number, and where the next page starts (None at the end)."""
+        with self.db.begin() as conn:
+            study = get_row(conn, name)
+            rows = repo.list_trials(conn, study.id, after=after, limit=limit + 1, state=state)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {"trials": [trial_out(r) for r in rows], "next_after": rows[-1].number if more else None}
+
+    def best(self, name: str) -> TrialRecord | None:
+        with self.db.begin() as conn:
+            study = get_row(conn, name)
+            row = repo.best_trial(conn, study.id, study.direction)
+        return trial_out(row) if row is not None else None
+
+    def policy_view(self, name: str) -> dict[str, Any]:
+        """The policy's persisted state, what it displays, and its plan queue (points in user units)."""
+        with self.db.begin() as conn:
+            study = get_row(conn, name)
+            planned = repo.list_plan(conn, study.id)
+            space: StudySpace = self.spaces.of(conn, study)
+            summary = repo.summaries(conn, [study.id]).get(study.id) or {}
+        saved = study.policy_state or {}
+        cls = get_policy(study.policy)
+        state, _ = policy_state(cls, study)
+        display = cls.display(state, cls.Config.model_validate(study.policy_config), int(summary.get("complete") or 0))
+        return {
+            "policy": study.policy,
+            "policy_state_version": study.policy_state_version,
+            "state_schema": saved.get("schema"),
+            "state": saved.get("data", {}),
+            "display": display.model_dump(mode="json") if display is not None else None,
+            "last_policy_error": study.last_policy_error,
+            "planned": [{"params": space.params(p.x, p.candidate), "x": p.x, "source": p.source} for p in planned],
+        }

@@ -1,0 +1,126 @@
+"""Telling: complete or fail a trial, keep its lease alive, add a trial measured elsewhere.
+
+A tell is idempotent by itself: the same tell again changes nothing and returns the same answer, a
+different one is a 409, so a retried tell is stored once without a table of keys. Every change of
+the data starts the study's planning job (suggest-ahead), so the next ask is served from the plan.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection, Row
+
+from localbo import idempotency
+from localbo.asking import sweep_expired
+from localbo.config import Settings
+from localbo.domain import Source, TrialState, trial_out
+from localbo.domain.records import TrialRecord
+from localbo.errors import Busy, Conflict, InvalidInput, NotFound
+from localbo.planning.planner import Planner
+from localbo.space import SpaceError
+from localbo.spaces import Spaces
+from localbo.storage import repository as repo
+from localbo.storage.models import utcnow
+from localbo.studies import get_row
+
+
+def locked_trial(conn: Connection, name: str, number: int) -> Row:
+    """The trial, locked for the rest of the transaction, with its study's id."""
+    trial = repo.lock_trial(conn, name, number)
+    if trial is None:
+        study = get_row(conn, name)
+        raise NotFound(f"number: study {name!r} has no trial {number} (it has {study.trial_count})")
+    return trial
+
+
+def finite_value(value: float | None) -> float:
+    if value is None or isinstance(value, bool) or not math.isfinite(value):
+        raise InvalidInput("value", f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+class Telling:
+    def __init__(self, settings: Settings, write: Engine, spaces: Spaces, planner: Planner) -> None:
+        self.settings, self.write, self.spaces, self.planner = settings, write, spaces, planner
+
+    def tell(self, name: str, number: int, value: float | None = None, *, failed: str | None = None) -> TrialRecord:
+        """Complete (``value``) or fail (``failed`` = reason) a running or stale trial."""
+        state, reason = (TrialState.COMPLETE, None) if failed is None else (TrialState.FAILED, failed)
+        told = finite_value(value) if failed is None else None
+        with self.write.begin() as conn:
+            # The common case in one statement: the trial is open, so finish it.
+            done = repo.finish_open_trial(conn, name, number, state.value, told, reason, utcnow())
+        if done is not None:
+            self.planner.plan_ahead(done.study_id)
+            return trial_out(done)
+        with self.write.begin() as conn:
+            trial = locked_trial(conn, name, number)  # already finished (or missing): say how
+            if trial.state in TrialState.open():
+                raise Busy(f"trial {number} changed while being told; retry")
+            if trial.state == state and trial.value == told and (failed is None or trial.reason == reason):
+                return trial_out(trial)  # the same tell again: nothing to do
+            if trial.state == TrialState.COMPLETE:
+                raise Conflict(
+                    f"value: trial {number} was already told {trial.value}, not {told if failed is None else 'failed'}"
+                )
+            raise Conflict(f"state: trial {number} was already told failed ({trial.reason})")
+
+    def heartbeat(self, name: str, number: int) -> TrialRecord:
+        """Extend a running trial's lease; a lease that already ran out stays expired (409), whatever the traffic."""
+        with self.write.begin() as conn:
+            trial = locked_trial(conn, name, number)
+            now = utcnow()
+            expired = trial.state == TrialState.RUNNING and trial.lease_expires_at < now
+            if expired:  # swept here and committed, so the point is offered again at once
+                sweep_expired(conn, trial.study_id, now)
+            elif trial.state == TrialState.RUNNING:
+                lease = now + timedelta(seconds=self.settings.lease_seconds)
+                repo.extend_leases(conn, [trial.id], lease)
+                return trial_out({**trial._mapping, "lease_expires_at": lease})
+        if expired:
+            raise Conflict(
+                f"trial {number}'s lease expired at {trial.lease_expires_at.isoformat()}; it is stale now "
+                "(its point is offered again; a tell still counts)"
+            )
+        raise Conflict(f"trial {number} is {trial.state}; only a running trial has a lease to extend")
+
+    def add_trial(self, name: str, params: dict[str, Any], value: float, key: str | None = None) -> Any:
+        """Store a trial measured outside the service (source "external"), complete with its value."""
+        told = finite_value(value)
+        body = {"params": params, "value": value}
+        with self.write.begin() as conn:
+            study = get_row(conn, name, lock=True)
+            if (replay := idempotency.replay(conn, study.id, key, "add", body)) is not None:
+                return replay
+            space = self.spaces.of(conn, study)
+            try:
+                x, candidate = space.to_unit(params)
+            except SpaceError as exc:
+                raise InvalidInput(exc.field, exc.message) from None
+            now = utcnow()
+            row = {
+                "study_id": study.id,
+                "number": study.trial_count + 1,
+                "state": TrialState.COMPLETE.value,
+                "params": space.params(x, candidate) if candidate is not None else params,
+                "x": x,
+                "value": told,
+                "reason": None,
+                "source": Source.EXTERNAL.value,
+                "client_id": None,
+                "lease_expires_at": None,
+                "created_at": now,
+                "completed_at": now,
+                "candidate": candidate,
+                "candidate_id": space.candidate_id(candidate),
+            }
+            repo.insert_trials(conn, [row])
+            repo.update_study(conn, study.id, trial_count=study.trial_count + 1)
+            out = trial_out(row)
+            idempotency.remember(conn, study.id, key, "add", body, out)
+        self.planner.plan_ahead(study.id)
+        return out
