@@ -7,7 +7,7 @@ import threading
 import httpx
 import pytest
 from conftest import unique
-from localbo_client import Client
+from localbo_client import Client, NotFound
 
 SPACE = {"x": {"type": "float", "low": -5, "high": 5}, "n": {"type": "int", "low": 1, "high": 8}}
 
@@ -141,3 +141,21 @@ def test_optimize_runs_the_budget_and_fails_raising_trials(live_server, n_worker
         with pytest.raises(ValueError):
             study.optimize(lambda p: (_ for _ in ()).throw(ValueError("boom")), n_trials=2)
         assert study.trials(state="failed")[-1].reason == "ValueError: boom"
+
+
+def test_optimize_raises_when_the_study_is_deleted_mid_run(live_server) -> None:
+    """The tells and asks after the delete get 404: optimize stops its workers and raises NotFound
+    (it used to lose the error with the worker threads and return as if the budget had run)."""
+    name = unique("gone")
+    with Client(live_server.url) as client, Client(live_server.url) as admin:
+        study = client.create_study(name, space=SPACE, policy="random")
+        calls = iter(range(1000))
+
+        def objective(params: dict) -> float:
+            if next(calls) == 5:
+                admin.delete_study(name)
+            return params["x"]
+
+        with pytest.raises(NotFound):
+            study.optimize(objective, n_trials=40, n_workers=3)
+        assert name not in [s.name for s in admin.list_studies()]

@@ -269,36 +269,52 @@ class Study:
     ) -> None:
         """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads.
 
-        An exception from ``fn`` fails its trial; one listed in ``catch`` lets the run go on,
-        any other stops all workers and is raised here.
+        An exception from ``fn`` (or a value that is not a finite number, a ``ValueError``) fails its
+        trial; one listed in ``catch`` lets the run go on, any other stops all workers and is raised here.
+        So is an error of the service (``ask``/``tell`` raising, e.g. ``NotFound`` once the study is
+        deleted, or ``ServerError`` after the retries): the other workers finish the trial they hold,
+        stop, and the first error is raised here.
         """
         budget = iter(range(n_trials))
         lock = threading.Lock()
+        stop = threading.Event()
         errors: list[BaseException] = []
+
+        def record(exc: BaseException) -> None:
+            with lock:
+                errors.append(exc)
+            stop.set()
 
         def work(worker: int) -> None:
             client_id = f"optimize-{uuid.uuid4().hex[:8]}-{worker}"
-            while not errors:
-                with lock:
-                    if next(budget, None) is None:
+            try:
+                while not stop.is_set():
+                    with lock:
+                        if next(budget, None) is None:
+                            return
+                    trial = self.ask(client_id=client_id)
+                    try:
+                        value = _finite(fn(trial.params))
+                    except catch as exc:
+                        self.fail(trial, f"{type(exc).__name__}: {exc}")
+                        continue
+                    except BaseException as exc:
+                        record(exc)  # first: the fail below may raise too (the study is gone)
+                        self.fail(trial, f"{type(exc).__name__}: {exc}")
                         return
-                trial = self.ask(client_id=client_id)
-                try:
-                    value = fn(trial.params)
-                except catch as exc:
-                    self.fail(trial, f"{type(exc).__name__}: {exc}")
-                    continue
-                except BaseException as exc:
-                    self.fail(trial, f"{type(exc).__name__}: {exc}")
-                    errors.append(exc)
-                    return
-                self.tell(trial, value)
+                    self.tell(trial, value)
+            except BaseException as exc:  # ask, tell or fail: raised in the caller, never lost with the thread
+                record(exc)
 
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n_workers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException:  # e.g. KeyboardInterrupt in the caller: let the workers stop after their trial
+            stop.set()
+            raise
         if errors:
             raise errors[0]
 
