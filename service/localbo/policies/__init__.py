@@ -11,21 +11,33 @@ import pkgutil
 from functools import cache
 
 from localbo.policies.base import (
+    Box,
+    Display,
+    FiniteSpace,
     Policy,
     PolicyConfig,
     PolicyConfigError,
     PolicyError,
-    PolicyRetry,
+    PolicyState,
+    Progress,
+    SpaceStructure,
+    StateMigrationError,
     Suggestion,
     SuggestRequest,
 )
 
 __all__ = [
+    "Box",
+    "Display",
+    "FiniteSpace",
     "Policy",
     "PolicyConfig",
     "PolicyConfigError",
     "PolicyError",
-    "PolicyRetry",
+    "PolicyState",
+    "Progress",
+    "SpaceStructure",
+    "StateMigrationError",
     "SuggestRequest",
     "Suggestion",
     "get_policy",

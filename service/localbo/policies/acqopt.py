@@ -1,6 +1,9 @@
-"""Global maximisation of an acquisition over [0, 1]^d that survives accept-reject discontinuities.
+"""Maximising acquisitions over a box (the unit cube, or a trust region inside it), with explicit randomness.
 
-    1. score dense scrambled-Sobol candidates, plus Gaussian perturbations of given points (the best observations);
+``maximize``: a global search that survives accept-reject discontinuities,
+
+    1. score dense scrambled-Sobol candidates in ``bounds``, plus Gaussian perturbations of given points
+       (the best observations), clipped to ``bounds``;
     2. from the best ``restarts`` finite candidates, refine each by L-BFGS-B (scipy) on the score, where a
        rejected point (-inf) counts as a very low finite value, so the line search backs off the rejected
        region instead of failing;
@@ -8,6 +11,11 @@
 
 The score is a callable ``X: k x d -> k`` (float64, differentiable where finite) to maximise; -inf means
 rejected. Returns None when every candidate is rejected, and the caller decides what to do then.
+
+``initial_conditions``: starts for BoTorch's ``optimize_acqf`` (passed as ``batch_initial_conditions``),
+chosen as BoTorch's ``initialize_q_batch`` does (the best raw sample, the others Boltzmann-sampled on
+the standardised values) but from an explicit generator: BoTorch's own initialisation seeds and draws
+from torch's process-global RNG, which concurrent plans share.
 """
 
 from __future__ import annotations
@@ -17,10 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from botorch.acquisition import AcquisitionFunction
 from scipy.optimize import minimize
 from torch import Tensor
 
 Score = Callable[[Tensor], Tensor]
+ETA = 1.0  # Boltzmann temperature of the starts, on standardised values (BoTorch's default)
 REJECTED = -1e12  # what L-BFGS-B sees at a rejected point
 _CHUNK = 4096
 
@@ -38,20 +48,31 @@ def score_all(score: Score, C: Tensor) -> Tensor:
         return torch.cat([score(C[i : i + _CHUNK]) for i in range(0, C.shape[0], _CHUNK)])
 
 
-def candidates(d: int, count: int, seed: int, around: Tensor | None, local: int, spread: float) -> Tensor:
-    """``count`` scrambled Sobol points and ``local`` perturbations (std ``spread``) spread over ``around``: k x d."""
-    C = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed).draw(count, dtype=torch.float64)
+def unit_bounds(d: int, device: torch.device | None = None) -> Tensor:
+    """The unit cube as bounds: 2 x d."""
+    return torch.stack([torch.zeros(d, dtype=torch.float64, device=device), torch.ones(d, dtype=torch.float64, device=device)])
+
+
+def candidates(bounds: Tensor, count: int, seed: int, around: Tensor | None, local: int, spread: float) -> Tensor:
+    """``count`` scrambled Sobol points in ``bounds`` (2 x d) and ``local`` perturbations (std ``spread``)
+    spread over ``around``, clipped to ``bounds``: k x d, on the CPU."""
+    lo, hi = bounds[0].cpu().double(), bounds[1].cpu().double()
+    d = lo.shape[0]
+    C = lo + (hi - lo) * torch.quasirandom.SobolEngine(d, scramble=True, seed=seed).draw(count, dtype=torch.float64)
     if around is not None and around.shape[0] and local:
         g = torch.Generator().manual_seed(seed + 1)
         centres = around[torch.arange(local) % around.shape[0]].cpu()
         noise = spread * torch.randn(local, d, generator=g, dtype=torch.float64)
-        C = torch.cat([C, (centres + noise).clamp(0.0, 1.0)])
+        C = torch.cat([C, torch.maximum(torch.minimum(centres + noise, hi), lo)])
     return C
 
 
-def _refine(score: Score, X0: Tensor, maxiter: int) -> Tensor:
-    """L-BFGS-B from the rows of X0 (r x d), all at once, on -sum(score); a rejected row counts as REJECTED."""
+def _refine(score: Score, X0: Tensor, bounds: Tensor, maxiter: int) -> Tensor:
+    """L-BFGS-B in ``bounds`` from the rows of X0 (r x d), all at once, on -sum(score); a rejected row counts as
+    REJECTED."""
     shape, like = X0.shape, X0
+    lo = bounds[0].to(like).expand(shape)
+    hi = bounds[1].to(like).expand(shape)
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
         X = torch.tensor(v, dtype=like.dtype, device=like.device).reshape(shape).requires_grad_(True)
@@ -68,10 +89,11 @@ def _refine(score: Score, X0: Tensor, maxiter: int) -> Tensor:
         X0.reshape(-1).cpu().numpy(),
         jac=True,
         method="L-BFGS-B",
-        bounds=[(0.0, 1.0)] * X0.numel(),
+        bounds=list(zip(lo.reshape(-1).tolist(), hi.reshape(-1).tolist(), strict=True)),
         options={"maxiter": maxiter},
     )
-    return torch.tensor(result.x, dtype=like.dtype, device=like.device).reshape(shape).clamp(0.0, 1.0)
+    x = torch.tensor(result.x, dtype=like.dtype, device=like.device).reshape(shape)
+    return torch.maximum(torch.minimum(x, hi), lo)
 
 
 def maximize(
@@ -79,6 +101,7 @@ def maximize(
     d: int,
     *,
     seed: int,
+    bounds: Tensor | None = None,
     n_candidates: int = 2048,
     restarts: int = 5,
     around: Tensor | None = None,
@@ -87,8 +110,10 @@ def maximize(
     maxiter: int = 50,
     device: torch.device | None = None,
 ) -> Found | None:
-    """The best point found for ``score`` (see the module's docstring), or None if all candidates are rejected."""
-    C = candidates(d, n_candidates, seed, around, local, spread).to(device)
+    """The best point in ``bounds`` (2 x d; the unit cube when None) found for ``score`` (see the module's
+    docstring), or None if all candidates are rejected. Deterministic given ``seed``."""
+    box = (unit_bounds(d) if bounds is None else bounds).to(device, torch.float64)
+    C = candidates(box, n_candidates, seed, around, local, spread).to(device)
     values = score_all(score, C)
     finite = torch.isfinite(values)
     if not bool(finite.any()):
@@ -98,10 +123,55 @@ def maximize(
     starts = order[: min(restarts, int(finite.sum()))]
     best_x, best_v, refined = C[starts[0]], float(values[starts[0]]), False
     try:
-        X = _refine(score, C[starts], maxiter)
+        X = _refine(score, C[starts], box, maxiter)
     except (RuntimeError, ValueError):  # a numerical failure in the refinement leaves the candidates
         return Found(best_x, best_v, accepted, refined)
     for x, v, v0 in zip(X, score_all(score, X).tolist(), values[starts].tolist(), strict=True):
         if np.isfinite(v) and v >= v0 and v > best_v:  # an accepted point at least as good as its start
             best_x, best_v, refined = x, v, True
     return Found(best_x, best_v, accepted, refined)
+
+
+def initial_conditions(
+    acquisition: AcquisitionFunction | Score,
+    bounds: Tensor,
+    q: int,
+    num_restarts: int,
+    raw_samples: int,
+    generator: torch.Generator,
+) -> Tensor:
+    """num_restarts x q x d starts in ``bounds`` (2 x d) for ``optimize_acqf``, from ``raw_samples`` Sobol q-batches.
+
+    ``acquisition`` maps b x q x d to b (to maximise). The best raw sample always starts; the others are
+    drawn without replacement with weights exp(ETA z) (z: the standardised values; uniform when they are
+    all equal, zero where not finite), all from ``generator``.
+    """
+    d = bounds.shape[-1]
+    raw = max(raw_samples, num_restarts)
+    seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
+    U = torch.quasirandom.SobolEngine(q * d, scramble=True, seed=seed).draw(raw, dtype=torch.float64)
+    lo, hi = bounds[0].double(), bounds[1].double()
+    X = lo + (hi - lo) * U.to(bounds.device).reshape(raw, q, d)
+    with torch.no_grad():
+        values = torch.cat([acquisition(X[i : i + _CHUNK]).reshape(-1) for i in range(0, raw, _CHUNK)]).cpu()
+    finite = torch.isfinite(values)
+    if num_restarts >= raw:
+        return X
+    if not bool(finite.any()):
+        weights = torch.ones(raw, dtype=torch.float64)
+    else:
+        v = values[finite]
+        std = v.std() if v.numel() > 1 else v.new_zeros(())
+        z = (values - v.mean()) / std if bool(std > 0) else torch.zeros_like(values)
+        weights = torch.where(finite, (ETA * z.clamp(max=50.0)).exp(), torch.zeros_like(values))
+    best = int(torch.where(finite, values, torch.full_like(values, -torch.inf)).argmax()) if bool(finite.any()) else 0
+    weights[best] = 0.0
+    others = raw - 1
+    k = num_restarts - 1
+    positive = int((weights > 0).sum())
+    if positive < k:  # too few finite values: fill with uniform picks among the rest
+        weights = torch.where(weights > 0, weights, torch.full_like(weights, 1e-300))
+        weights[best] = 0.0
+    chosen = torch.multinomial(weights, min(k, others), replacement=False, generator=generator) if k else None
+    index = torch.tensor([best]) if chosen is None else torch.cat([torch.tensor([best]), chosen])
+    return X[index.to(X.device)]

@@ -3,36 +3,43 @@
     suggest(SuggestRequest) -> Suggestion
 
 ``X`` (n x d) holds the completed points, ``y`` (n) their values **to minimise**
-(the engine negates a maximised objective once, at its boundary), ``X_pending``
-(m x d) the points handed out or planned but not yet told. A policy returns at
-least ``count`` rows (it may plan further ahead) and its new state, a JSON-able dict.
+(the engine negates a maximised objective once, at its boundary), ``numbers`` (n) their trial
+numbers, ``X_pending`` (m x d) the points handed out or planned but not yet told. A policy returns
+at least ``count`` rows (it may plan further ahead) and its new state, an instance of its own
+``State``: a typed, versioned pydantic model that the engine stores as ``dump_state(state)`` and
+hands back, loaded and migrated by ``load_state``, on the next call.
 
-Policies import no database, HTTP or service code. They signal failure with the
-small taxonomy below so that the engine handles each kind with one ``except``:
+Randomness comes from explicit generators only (``request.generator``, or generators seeded from
+``request.seed``); a policy never reads or seeds torch's process-global RNG, so concurrent plans in
+one process neither disturb nor depend on each other.
 
-- ``PolicyRetry``: transient (a numerical hiccup); the engine calls once more.
-- any other exception: the engine hands out a safe fallback point for this ask,
-  records why on the study, and keeps the policy's previous state.
-- ``PolicyConfigError`` is raised at study creation for a bad ``policy_config``
-  and refuses the study (HTTP 422).
+Policies import no database, HTTP or service code. Their failures fall into a small taxonomy so
+that the engine handles each kind with one ``except``:
+
+- any exception from ``suggest``: the engine hands out a safe fallback point for this ask (inside
+  ``fallback_box``), records why on the study, and keeps the policy's previous state.
+- ``PolicyConfigError`` (from ``check_space`` / ``check_study``, at study creation): the study's
+  ``policy_config`` cannot work; the engine refuses the study (HTTP 422) naming ``field``.
+- a stored state that cannot be loaded (a newer version, a failed ``migrate``, a layout that no
+  longer validates): ``load_state`` returns a fresh state and a note; the engine goes on with the
+  fresh state and records the note loudly on the study.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+SPACE_KINDS = ("continuous", "categorical", "finite")
+
 
 class PolicyError(Exception):
     """Base of the errors a policy raises on purpose."""
-
-
-class PolicyRetry(PolicyError):
-    """Transient failure: calling again with the same request may succeed."""
 
 
 class PolicyConfigError(PolicyError):
@@ -43,10 +50,24 @@ class PolicyConfigError(PolicyError):
         self.field = field
 
 
+class StateMigrationError(PolicyError):
+    """A stored state of an older layout that ``PolicyState.migrate`` cannot bring up to date."""
+
+
 class PolicyConfig(BaseModel):
-    """Base of every policy's config: unknown keys are an error, not silently ignored."""
+    """Base of every policy's config: unknown keys are an error, not silently ignored.
+
+    A key that only means something on some kinds of search space says so with
+    ``json_schema_extra=only_on("finite")``; ``Policy.check_space`` refuses it, when given, elsewhere.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def only_on(*kinds: str) -> dict[str, Any]:
+    """``json_schema_extra`` of a config key that applies only to these space kinds."""
+    assert all(kind in SPACE_KINDS for kind in kinds), kinds
+    return {"spaces": list(kinds)}
 
 
 class PlanAheadConfig(PolicyConfig):
@@ -55,18 +76,68 @@ class PlanAheadConfig(PolicyConfig):
     plan_ahead: int = Field(default=16, ge=1, le=1024, description="Points planned per call")
 
 
+class PolicyState(BaseModel):
+    """Base of every policy's state: typed, JSON-able, versioned.
+
+    Bump ``version`` when the layout changes incompatibly and override ``migrate`` to bring the
+    raw data of older versions up to date; a state nobody can migrate restarts the policy.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    version: ClassVar[int] = 1
+
+    @classmethod
+    def migrate(cls, raw: dict[str, Any], from_version: int) -> dict[str, Any]:
+        """The raw data of a state stored at ``from_version`` (< version), in the current layout."""
+        raise StateMigrationError(f"{cls.__name__} has no migration from v{from_version} to v{cls.version}")
+
+
+S = TypeVar("S", bound=PolicyState)
+
+
+def state_as(state: PolicyState, cls: type[S]) -> S:
+    """``state`` as the policy's own State class (a TypeError if the engine passed another policy's)."""
+    if not isinstance(state, cls):
+        raise TypeError(f"expected a {cls.__name__}, got a {type(state).__name__}")
+    return state
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+    label: str
+
+
+class Box(BaseModel):
+    """A box in the unit cube: a trust region or an exploration box."""
+
+    lower: list[float]
+    upper: list[float]
+
+
+class Display(BaseModel):
+    """What the dashboard draws about a policy's state; every field optional, unit-cube coordinates."""
+
+    phase: str | None = None  # e.g. "exploration batch", "top-up", "initial design"
+    progress: Progress | None = None
+    centre: list[float] | None = None  # the iterate x_t / the region's centre
+    box: Box | None = None
+    path: list[list[float]] | None = None  # past centres, oldest first (bounded)
+    numbers: dict[str, float | int | str | None] = Field(default_factory=dict)  # named numbers a person reads
+
+
 @dataclass(frozen=True)
-class SuggestRequest:
+class SpaceStructure:
+    """The shape of the unit cube a policy works in."""
+
     dim: int
-    X: torch.Tensor  # n x d, completed points in [0, 1]^d
-    y: torch.Tensor  # n, values to minimise
-    X_pending: torch.Tensor  # m x d, asked or planned, not yet told
-    count: int  # rows needed now (>= 1)
-    state: dict[str, Any]
-    config: PolicyConfig
-    seed: int  # the study's seed: same study, same sequence
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    finite: FiniteSpace | None = None  # set for a study whose space is a list of candidates
+    onehot: tuple[tuple[int, int], ...] = ()  # (first column, width) of each categorical's one-hot block
+    finite: bool = False
+
+    @property
+    def kind(self) -> str:
+        """continuous | categorical | finite, as ``Policy.spaces`` names them."""
+        return "finite" if self.finite else "categorical" if self.onehot else "continuous"
 
 
 @dataclass(frozen=True)
@@ -92,19 +163,41 @@ class FiniteSpace:
         return int(self.candidates.shape[0])
 
 
+@dataclass(frozen=True)
+class SuggestRequest:
+    """One call's input. ``generator`` is a CPU generator seeded from ``rng_seed`` when the request is built
+    (it travels over the wire as ``rng_seed``); ``dataclasses.replace`` builds a fresh one."""
+
+    dim: int
+    X: torch.Tensor  # n x d, completed points in [0, 1]^d
+    y: torch.Tensor  # n, values to minimise
+    numbers: torch.Tensor  # n (long), the trial number of each row of X
+    X_pending: torch.Tensor  # m x d, asked or planned, not yet told
+    count: int  # rows needed now (>= 1)
+    state: PolicyState  # the policy's own State, loaded (and migrated) by the engine
+    config: PolicyConfig
+    seed: int  # the study's seed: same study, same sequence
+    rng_seed: int  # seeds ``generator``
+    space: SpaceStructure
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    finite: FiniteSpace | None = None  # set for a study whose space is a list of candidates
+    generator: torch.Generator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "generator", torch.Generator().manual_seed(self.rng_seed % 2**63))
+
+
 @dataclass
 class Suggestion:
     X: torch.Tensor  # k x d with k >= count, in [0, 1]^d
-    state: dict[str, Any]
-    info: dict[str, Any] = field(default_factory=dict)  # internals worth showing
+    state: PolicyState  # the policy's new State
     index: torch.Tensor | None = None  # k (long): on a finite space, the candidates X's rows are
 
 
 class Policy(ABC):
     name: ClassVar[str]
     Config: ClassVar[type[PolicyConfig]] = PolicyConfig
-    # Bumped when the layout of ``state`` changes; an old state is then discarded.
-    state_version: ClassVar[int] = 1
+    State: ClassVar[type[PolicyState]] = PolicyState
     # False for policies that ignore the data (random, sobol): the engine then skips
     # loading the study's trials on every plan.
     needs_history: ClassVar[bool] = True
@@ -114,13 +207,24 @@ class Policy(ABC):
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous"})
 
     @classmethod
-    def check_space(cls, kind: str) -> None:
-        """Raise PolicyConfigError if this policy cannot run on a space of this kind."""
+    def check_space(cls, kind: str, config: PolicyConfig | None = None) -> None:
+        """Raise PolicyConfigError if this policy cannot run on a space of this kind, or if ``config``
+        sets a key that does not apply to it (a finite space's GP hyperparameters on a continuous one)."""
         if kind not in cls.spaces:
             able = sorted(name for name, p in _registry().items() if kind in p.spaces)
             raise PolicyConfigError(
                 "policy", f"{cls.name} does not run on a {kind} search space; policies that do: {able}"
             )
+        if config is None:
+            return
+        for key in sorted(config.model_fields_set):
+            extra = type(config).model_fields[key].json_schema_extra
+            spaces = extra.get("spaces") if isinstance(extra, dict) else None
+            if isinstance(spaces, list) and kind not in spaces:
+                where = " and ".join(str(s) for s in spaces)
+                raise PolicyConfigError(
+                    f"policy_config.{key}", f"{key} only applies to {where} search spaces, this one is {kind}"
+                )
 
     @classmethod
     def check_study(cls, dim: int, config: PolicyConfig) -> None:
@@ -128,14 +232,46 @@ class Policy(ABC):
         return None  # most policies run any space
 
     @classmethod
-    def plans_now(cls, state: dict[str, Any], n_complete: int, n_running: int) -> bool:
+    def load_state(cls, saved: Mapping[str, Any] | None) -> tuple[PolicyState, str | None]:
+        """The State stored as ``{"schema": version, "data": {...}}`` (``dump_state``), and a note when it restarted.
+
+        Empty or None: a fresh state, no note. An older version: ``State.migrate`` first. A newer
+        version, a failed migration or data that does not validate: a fresh state and why.
+        """
+        fresh = cls.State()
+        if not saved:
+            return fresh, None
+        version, data = saved.get("schema"), saved.get("data")
+        if not isinstance(version, int) or not isinstance(data, Mapping):
+            return fresh, f"{cls.name}: the stored policy state has no schema version or data; the policy restarts"
+        current = cls.State.version
+        try:
+            if version > current:
+                raise StateMigrationError(f"state v{version} is newer than this server's v{current}")
+            raw = dict(data) if version == current else cls.State.migrate(dict(data), version)
+            return cls.State.model_validate(raw), None
+        except Exception as exc:  # any failure to load is the same to the engine: restart, loudly
+            return fresh, f"{cls.name}: the stored policy state v{version} could not be loaded ({exc}); the policy restarts"
+
+    @classmethod
+    def dump_state(cls, state: PolicyState) -> dict[str, Any]:
+        """What the engine stores: ``{"schema": State.version, "data": JSON}``."""
+        return {"schema": cls.State.version, "data": state_as(state, cls.State).model_dump(mode="json")}
+
+    @classmethod
+    def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:
         """Whether a suggest now would make progress; the engine asks before planning ahead after a tell."""
         return True
 
     @classmethod
-    def fallback_box(cls, state: dict[str, Any], config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
+    def fallback_box(cls, state: PolicyState, config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
         """Where a safe fallback point may lie (lower, upper corners in the unit cube) when the policy is late."""
         return [0.0] * dim, [1.0] * dim
+
+    @classmethod
+    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
+        """What a person should see about ``state`` (None: nothing beyond the trials)."""
+        return None
 
     @abstractmethod
     def suggest(self, request: SuggestRequest) -> Suggestion: ...

@@ -17,9 +17,9 @@ from typing import Any
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.base import Policy, Suggestion, SuggestRequest
+from localbo.policies.base import Policy, Suggestion, SuggestRequest, state_as
 from localbo.policies.covers import chaining_bonus
-from localbo.policies.finite import suggest_finite
+from localbo.policies.finite import FiniteState, suggest_finite
 from localbo.policies.finite_gp import FiniteGPConfig, FinitePosterior
 
 
@@ -31,6 +31,7 @@ class ChainingConfig(FiniteGPConfig):
 class ChainingUCB(Policy):
     name = "chaining-ucb"
     Config = ChainingConfig
+    State = FiniteState
     spaces = frozenset({"finite"})
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
@@ -40,4 +41,5 @@ class ChainingUCB(Policy):
             chaining = chaining_bonus(posterior.sq_distance, posterior.sigma, t, config.delta)
             return posterior.mean + chaining.bonus, chaining.describe()
 
-        return suggest_finite(request, config, score)
+        choice = suggest_finite(request, config, score, state_as(request.state, FiniteState).hypers)
+        return Suggestion(X=choice.X, state=FiniteState(hypers=choice.hypers, n=choice.n), index=choice.index)

@@ -4,7 +4,8 @@
 
 Greedy and sequential, q = 1 at a time, as the GIBO reference code: z_i = argmax_z of the trace
 reduction tr(C S^{-1} C^T) given D, the points already chosen and the pending ones, inside the box
-x_t +- delta clipped to [0, 1]^d; optimize_acqf with 5 restarts and 64 raw samples per point. The
+x_t +- delta clipped to [0, 1]^d; optimize_acqf with 5 restarts and 64 raw samples per point (the starts
+from ``acqopt.initial_conditions``, seeded by (seed, point), never torch's global RNG). The
 trace needs no values at Z, so a whole iteration's batch is chosen in one call. Early stop
 (GIBO's epsilon): after point i >= 2, stop once its reduction falls below epsilon (kernel units).
 """
@@ -19,6 +20,7 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.optim import optimize_acqf
 from torch import Tensor
 
+from localbo.policies.acqopt import initial_conditions
 from localbo.policies.gradients import GradientTrace, KernelParams
 
 
@@ -71,9 +73,9 @@ def explore(
     acq = acquisition(trace)
     chosen: list[Tensor] = []
     for i in range(count):
-        z, gain = optimize_acqf(
-            acq, bounds, q=1, num_restarts=num_restarts, raw_samples=raw_samples, options={"seed": seed + i}
-        )
+        generator = torch.Generator().manual_seed((seed + i) % 2**63)
+        starts = initial_conditions(acq, bounds, 1, num_restarts, raw_samples, generator)
+        z, gain = optimize_acqf(acq, bounds, q=1, num_restarts=starts.shape[0], batch_initial_conditions=starts)
         z = z.detach().reshape(1, -1)
         chosen.append(z)
         trace.extend(z)

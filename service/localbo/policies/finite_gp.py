@@ -28,7 +28,9 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import gp
-from localbo.policies.base import FiniteSpace, PolicyConfig
+from localbo.policies.base import FiniteSpace, PolicyConfig, only_on
+
+FINITE = only_on("finite")
 
 FiniteKernel = Literal["rbf", "matern52"]
 BLOCK_ELEMENTS = 1 << 24  # entries of one block of distances (64 MB in float32)
@@ -39,10 +41,18 @@ GRID_NOISE = torch.logspace(-4, 0, 13, dtype=torch.float64)
 class FiniteHypersConfig(PolicyConfig):
     """Fixed GP hyperparameters on a finite space (all unset: fitted each call) and the bound's confidence."""
 
-    lengthscale: float | None = Field(default=None, gt=0.0, description="Finite spaces: fixed lengthscale (unit cube)")
-    outputscale: float | None = Field(default=None, gt=0.0, description="Finite spaces: fixed prior variance of f")
-    noise_std: float | None = Field(default=None, gt=0.0, description="Finite spaces: fixed noise std of y")
-    delta: float = Field(default=0.05, gt=0.0, lt=1.0, description="Finite spaces: confidence level of the bound")
+    lengthscale: float | None = Field(
+        default=None, gt=0.0, description="Finite spaces: fixed lengthscale (unit cube)", json_schema_extra=FINITE
+    )
+    outputscale: float | None = Field(
+        default=None, gt=0.0, description="Finite spaces: fixed prior variance of f", json_schema_extra=FINITE
+    )
+    noise_std: float | None = Field(
+        default=None, gt=0.0, description="Finite spaces: fixed noise std of y", json_schema_extra=FINITE
+    )
+    delta: float = Field(
+        default=0.05, gt=0.0, lt=1.0, description="Finite spaces: confidence level of the bound", json_schema_extra=FINITE
+    )
 
 
 class FiniteGPConfig(FiniteHypersConfig):
@@ -50,7 +60,9 @@ class FiniteGPConfig(FiniteHypersConfig):
 
     kernel: FiniteKernel = Field(default="rbf", description="Kernel on the candidates (unless the space gives one)")
     n_init: int = Field(default=10, ge=1, le=100_000, description="Uniformly random candidates first")
-    float64_distances: bool = Field(default=False, description="Distances in float64 (slower, twice the memory)")
+    float64_distances: bool = Field(
+        default=False, description="Distances in float64 (slower, twice the memory)", json_schema_extra=FINITE
+    )
 
     def fixed(self, given_kernel: bool) -> bool:
         """Whether the hyperparameters are all fixed (a given kernel needs no lengthscale)."""
@@ -63,7 +75,7 @@ class Hypers:
     noise: float  # variance
     mean: float
     lengthscale: Tensor | None = None  # 1 or d, for the kernel on the candidates
-    fitted: dict[str, Any] | None = None  # gp.py's state, for a warm start next call
+    fitted: gp.Hypers | None = None  # gp.py's fit, for a warm start next call
 
     def describe(self) -> dict[str, Any]:
         out = {"outputscale": self.outputscale, "noise": self.noise, "mean": self.mean}
@@ -182,7 +194,12 @@ def grid_fit(prior: PriorKernel, obs: Tensor, y: Tensor) -> tuple[float, float]:
 
 
 def fit_hypers(
-    space: FiniteSpace, config: FiniteGPConfig, obs: Tensor, y: Tensor, warm: dict[str, Any] | None
+    space: FiniteSpace,
+    config: FiniteGPConfig,
+    obs: Tensor,
+    y: Tensor,
+    warm: gp.Hypers | None,
+    generator: torch.Generator | None = None,
 ) -> tuple[Hypers, Tensor]:
     """The hyperparameters and the y (to minimise) in the units the posterior will use."""
     device = space.candidates.device
@@ -197,7 +214,7 @@ def fit_hypers(
         s, noise = grid_fit(prior, obs, ys)
         return Hypers(s, noise, 0.0), ys
     X = space.candidates[obs.to(device)].to(torch.float64)
-    model = gp.fit_model(X, y.to(device, torch.float64), config.kernel, warm, device=device)
-    state = gp.to_state(model)
-    ls = torch.tensor(state["lengthscale"], dtype=torch.float64, device=device)
-    return Hypers(1.0, state["noise"], state["mean"], ls, fitted=state), ys
+    model = gp.fit_model(X, y.to(device, torch.float64), config.kernel, warm, device=device, generator=generator)
+    fit = gp.to_state(model)
+    ls = torch.tensor(fit.lengthscale, dtype=torch.float64, device=device)
+    return Hypers(1.0, fit.noise, fit.mean, ls, fitted=fit), ys

@@ -12,8 +12,10 @@ Point k of a call gets the study-wide index t = n + m + k (n told, m pending) an
     "fallback"    a (Lipschitz-checked) uniform point when every candidate was rejected.
 
 y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y).
-The Lipschitz bounds and L use only the real observations. Seeds: (study seed, t).
-State: {"hypers": the last GP fit, "lipschitz": {"L", "L_lb", "t", "known"}, "n": observations}.
+The Lipschitz bounds and L use only the real observations. Every random draw (Sobol scrambling, uniform
+points, Thompson paths, GP refits) comes from a generator seeded by (study seed, t), never from torch's
+global RNG. State (``GlobalState``): the last GP fit, the Lipschitz estimate {L, L_lb, t, known}, the
+observations seen and how the last call chose its points.
 """
 
 from __future__ import annotations
@@ -26,13 +28,23 @@ from typing import Any, ClassVar, Literal
 
 import torch
 from botorch.models import SingleTaskGP
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from localbo.policies import gp
 from localbo.policies.acqopt import maximize
-from localbo.policies.base import Policy, PolicyConfig, PolicyConfigError, Suggestion, SuggestRequest
-from localbo.policies.lipschitz import KAPPA, LipschitzBounds, estimate
+from localbo.policies.base import (
+    Display,
+    Policy,
+    PolicyConfig,
+    PolicyConfigError,
+    PolicyState,
+    Suggestion,
+    SuggestRequest,
+    only_on,
+    state_as,
+)
+from localbo.policies.lipschitz import KAPPA, LipschitzBounds, LipschitzEstimate, estimate
 from localbo.policies.truncated import accepted
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
@@ -40,15 +52,28 @@ RANDOM_BATCH = 1024  # uniform points drawn at once when looking for a Lipschitz
 RANDOM_ROUNDS = 20
 
 
+CONTINUOUS = only_on("continuous", "categorical")  # keys of the search over the cube, meaningless on candidates
+
+
 class GlobalConfig(PolicyConfig):
     n_init: int | None = Field(default=None, ge=1, le=10_000, description="Sobol points first; d + 1 when unset")
-    random_every: int = Field(default=4, ge=0, description="Every k-th point uniform at random (0: never)")
+    random_every: int = Field(
+        default=4, ge=0, description="Every k-th point uniform at random (0: never)", json_schema_extra=CONTINUOUS
+    )
     kernel: Literal["rbf", "matern52"] = Field(default="matern52", description="ARD kernel of the GP")
-    candidates: int = Field(default=2048, ge=16, le=200_000, description="Sobol candidates per point")
-    local_candidates: int = Field(default=256, ge=0, le=100_000, description="Candidates around the best points")
-    restarts: int = Field(default=5, ge=1, le=64, description="L-BFGS-B refinements from the best candidates")
+    candidates: int = Field(
+        default=2048, ge=16, le=200_000, description="Sobol candidates per point", json_schema_extra=CONTINUOUS
+    )
+    local_candidates: int = Field(
+        default=256, ge=0, le=100_000, description="Candidates around the best points", json_schema_extra=CONTINUOUS
+    )
+    restarts: int = Field(
+        default=5, ge=1, le=64, description="L-BFGS-B refinements from the best candidates", json_schema_extra=CONTINUOUS
+    )
     liar: Literal["mean", "min", "max"] = Field(
-        default="mean", description="The value pending points are assumed to have (constant liar)"
+        default="mean",
+        description="The value pending points are assumed to have (constant liar)",
+        json_schema_extra=CONTINUOUS,
     )
 
 
@@ -61,6 +86,41 @@ class LipschitzConfig(GlobalConfig):
     )
 
 
+class LipschitzState(BaseModel):
+    """The Lipschitz estimate of the last call (lipschitz.LipschitzEstimate; L None: no usable estimate yet)."""
+
+    model_config = ConfigDict(extra="forbid")
+    L: float | None
+    L_lb: float
+    t: int
+    known: bool
+
+    @classmethod
+    def of(cls, est: LipschitzEstimate) -> LipschitzState:
+        return cls(L=est.L if math.isfinite(est.L) else None, L_lb=est.L_lb, t=est.t, known=est.known)
+
+
+class PointNote(BaseModel):
+    """How one point of the last call was chosen."""
+
+    model_config = ConfigDict(extra="forbid")
+    t: int
+    how: Literal["init", "random", "acquisition", "fallback"]
+    value: float | None = None  # the acquisition's value there
+    accepted: float | None = None  # the fraction of candidates the Lipschitz bounds accepted
+    refined: bool | None = None  # L-BFGS-B improved on the best candidate
+
+
+class GlobalState(PolicyState):
+    """The last GP fit (warm start), the Lipschitz estimate, observations seen, how the last points were chosen."""
+
+    version = 1
+    hypers: gp.StoredHypers = None
+    n: int = 0
+    lipschitz: LipschitzState | None = None
+    points: list[PointNote] = Field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class Context:
     """What an acquisition needs for one point."""
@@ -71,6 +131,7 @@ class Context:
     n: int  # real observations
     dim: int
     bounds: LipschitzBounds | None  # None for the classic policies
+    generator: torch.Generator  # for an acquisition that draws (Thompson sampling): seeded by (seed, t)
 
 
 Acquisition = Callable[[Tensor], Tensor]  # X: k x d -> k, to maximise; -inf where rejected
@@ -125,6 +186,7 @@ class GlobalPolicy(Policy):
     """Base of the global policies: the protocol above; subclasses give ``acquisition``."""
 
     Config: ClassVar[type[PolicyConfig]] = GlobalConfig
+    State: ClassVar[type[PolicyState]] = GlobalState
     lipschitz: ClassVar[bool] = False
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous", "categorical"})
 
@@ -136,9 +198,25 @@ class GlobalPolicy(Policy):
                 f"{cls.name} supports at most {SOBOL_MAX_DIM} coordinates (a categorical: one per choice), got {dim}",
             )
 
+    @classmethod
+    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
+        """The phase (initial design or model-based), and the Lipschitz estimate of the variants that keep one."""
+        glob = state_as(state, GlobalState)
+        n_init = getattr(config, "n_init", None)
+        numbers: dict[str, float | int | str | None] = {"observations": glob.n}
+        if glob.points:
+            numbers["last point"] = glob.points[-1].how
+        if glob.lipschitz is not None:
+            numbers["L"] = glob.lipschitz.L
+            numbers["largest observed slope"] = glob.lipschitz.L_lb
+        initial = glob.n == 0 or (n_init is not None and n_complete < n_init) or all(
+            p.how == "init" for p in glob.points
+        )
+        return Display(phase="initial design" if initial else "model-based", numbers=numbers)
+
     @abstractmethod
     def acquisition(self, ctx: Context, config: Any) -> Acquisition:
-        """The score to maximise for one point (seeded by the caller: it may draw random numbers)."""
+        """The score to maximise for one point (it may draw random numbers from ``ctx.generator``)."""
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: GlobalConfig = request.config  # type: ignore[assignment]
@@ -148,37 +226,34 @@ class GlobalPolicy(Policy):
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         n, m = X.shape[0], pending.shape[0]
         n_init = config.n_init or d + 1
-        state: dict[str, Any] = {"hypers": request.state.get("hypers") or {}, "n": n}
+        hypers = state_as(request.state, GlobalState).hypers
+        lipschitz: LipschitzState | None = None
         bounds: LipschitzBounds | None = None
         if self.lipschitz and n:
             cfg: LipschitzConfig = request.config  # type: ignore[assignment]
             est = estimate(X, y, cfg.kappa, cfg.lipschitz_constant)
             bounds = LipschitzBounds(X, y, est.L)
-            state["lipschitz"] = est.as_dict()
+            lipschitz = LipschitzState.of(est)
         chosen: list[Tensor] = []
-        how: list[dict[str, Any]] = []
-        model: SingleTaskGP | None = None
-        fork = [dev.index or 0] if dev.type == "cuda" else []
-        with torch.random.fork_rng(devices=fork):
-            for k in range(request.count):
-                t = n + m + k
-                torch.manual_seed(mix_seed(request.seed, t))
-                if n == 0 or t < n_init:
-                    x, note = self._sobol(request.seed, t, d, dev), {"how": "init"}
-                elif config.random_every and (t + 1) % config.random_every == 0:
-                    x, note = self._random(request.seed, t, d, bounds, dev), {"how": "random"}
-                else:
-                    if model is None:
-                        model = gp.fit_model(X, y, config.kernel, state["hypers"] or None, device=dev)
-                        state["hypers"] = gp.to_state(model)
-                    lies_at = torch.cat([pending, *chosen])
-                    x, note = self._acquire(request, config, X, y, state["hypers"], lies_at, bounds, t)
-                chosen.append(x.reshape(1, d))
-                how.append({"t": t, **note})
-        info: dict[str, Any] = {"points": how}
-        if "lipschitz" in state:
-            info["lipschitz"] = state["lipschitz"]
-        return Suggestion(X=torch.cat(chosen), state=state, info=info)
+        notes: list[PointNote] = []
+        fitted = False
+        for k in range(request.count):
+            t = n + m + k
+            if n == 0 or t < n_init:
+                x, note = self._sobol(request.seed, t, d, dev), PointNote(t=t, how="init")
+            elif config.random_every and (t + 1) % config.random_every == 0:
+                x, note = self._random(request.seed, t, d, bounds, dev), PointNote(t=t, how="random")
+            else:
+                if not fitted:
+                    generator = torch.Generator().manual_seed(mix_seed(request.seed, t, 3))
+                    hypers = gp.to_state(gp.fit_model(X, y, config.kernel, hypers, device=dev, generator=generator))
+                    fitted = True
+                lies_at = torch.cat([pending, *chosen])
+                x, note = self._acquire(request, config, X, y, hypers, lies_at, bounds, t)
+            chosen.append(x.reshape(1, d))
+            notes.append(note)
+        state = GlobalState(hypers=hypers, n=n, lipschitz=lipschitz, points=notes)
+        return Suggestion(X=torch.cat(chosen), state=state)
 
     def _acquire(
         self,
@@ -186,16 +261,17 @@ class GlobalPolicy(Policy):
         config: GlobalConfig,
         X: Tensor,
         y: Tensor,
-        hypers: gp.Hypers,
+        hypers: gp.Hypers | None,
         lies_at: Tensor,
         bounds: LipschitzBounds | None,
         t: int,
-    ) -> tuple[Tensor, dict[str, Any]]:
+    ) -> tuple[Tensor, PointNote]:
         """Maximise the acquisition on the GP conditioned on (X, y) and the lies; a random point if none is accepted."""
         d = request.dim
         lies = self._lies(y, config.liar, lies_at.shape[0])
         model = gp.build_model(torch.cat([X, lies_at]), torch.cat([y, lies]), config.kernel, hypers, device=X.device)
-        ctx = Context(model, float(y.min()), t, X.shape[0], d, bounds)
+        generator = torch.Generator().manual_seed(mix_seed(request.seed, t))
+        ctx = Context(model, float(y.min()), t, X.shape[0], d, bounds, generator)
         score = self.acquisition(ctx, config)
         best = X[y.argsort()[: config.restarts]]
         found = maximize(
@@ -209,8 +285,9 @@ class GlobalPolicy(Policy):
             device=X.device,
         )
         if found is None:
-            return self._random(request.seed, t, d, bounds, X.device), {"how": "fallback", "accepted": 0.0}
-        note = {"how": "acquisition", "value": found.value, "accepted": found.accepted, "refined": found.refined}
+            return self._random(request.seed, t, d, bounds, X.device), PointNote(t=t, how="fallback", accepted=0.0)
+        value = found.value if math.isfinite(found.value) else None
+        note = PointNote(t=t, how="acquisition", value=value, accepted=found.accepted, refined=found.refined)
         return found.x, note
 
     @staticmethod

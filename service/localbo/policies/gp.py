@@ -10,12 +10,14 @@ Model (BoTorch's own SingleTaskGP defaults since 0.12, i.e. Hvarfner et al. 2024
 These priors replace GIBO's U(0.01, 0.3) lengthscale prior and fixed noise (algorithms.md 1.5): on the
 unit cube their modes (0.2 sqrt(d)) match the lengthscales of the synthetic benchmark (4.1) at d = 25..100.
 Fit: MAP (fit_gpytorch_mll, L-BFGS-B) starting from the previous fit's hyperparameters, which the
-policies keep in their state as a JSON dict (``to_state`` / ``from_state``); data window: the last N_max points.
+policies keep in their state (``Hypers``, ``to_state`` / ``from_state``); data window: the last N_max points.
+A fit the optimiser gives up on is retried (at most FIT_ATTEMPTS in all) from hyperparameters drawn from
+their priors with an explicit generator, as BoTorch's fallback does with the global RNG.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from botorch.exceptions import ModelFittingError
@@ -28,11 +30,30 @@ from botorch.models.utils.gpytorch_modules import (
 )
 from gpytorch.kernels import RBFKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from torch import Tensor
 
 from localbo.policies.gradients import KernelKind, KernelParams
 
-Hypers = dict[str, Any]  # {"kernel": "rbf", "lengthscale": [d floats], "noise": float, "mean": float}
+FIT_ATTEMPTS = 5  # the first from the warm start, the others from prior draws
+
+
+class Hypers(BaseModel):
+    """A fitted GP's hyperparameters (standardised-output units), as the policies keep them in their state."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kernel: KernelKind
+    lengthscale: list[float]  # d
+    noise: float  # variance
+    mean: float  # the constant prior mean
+
+
+def _empty_is_none(value: Any) -> Any:
+    return None if value == {} else value
+
+
+# A state field holding the last fit: None before any (older states stored {} for that).
+StoredHypers = Annotated[Hypers | None, BeforeValidator(_empty_is_none)]
 
 
 def window(X: Tensor, y: Tensor, n_max: int | None) -> tuple[Tensor, Tensor]:
@@ -46,17 +67,17 @@ def prior_hypers(d: int, kernel: KernelKind) -> Hypers:
     """The hyperparameters before any fit: the modes of the priors (BoTorch's initial values)."""
     covar = get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=kernel == "rbf")
     noise = get_gaussian_likelihood_with_lognormal_prior().noise
-    return {
-        "kernel": kernel,
-        "lengthscale": covar.lengthscale.detach().double().reshape(-1).tolist(),
-        "noise": float(noise.detach().double().reshape(())),
-        "mean": 0.0,
-    }
+    return Hypers(
+        kernel=kernel,
+        lengthscale=covar.lengthscale.detach().double().reshape(-1).tolist(),
+        noise=float(noise.detach().double().reshape(())),
+        mean=0.0,
+    )
 
 
 def _usable(hypers: Hypers | None, d: int, kernel: KernelKind) -> Hypers:
     """``hypers`` if they fit this study (same kernel and dimension), else the prior modes."""
-    if hypers and hypers.get("kernel") == kernel and len(hypers.get("lengthscale", ())) == d:
+    if hypers is not None and hypers.kernel == kernel and len(hypers.lengthscale) == d:
         return hypers
     return prior_hypers(d, kernel)
 
@@ -67,9 +88,7 @@ def kernel_params(
     """KernelParams from stored hyperparameters (the prior modes when there are none), without data."""
     h = _usable(hypers, d, kernel)
     one = torch.ones((), dtype=torch.float64, device=device)
-    return KernelParams(
-        kernel, torch.tensor(h["lengthscale"], dtype=torch.float64, device=device), one, h["noise"] * one
-    )
+    return KernelParams(kernel, torch.tensor(h.lengthscale, dtype=torch.float64, device=device), one, h.noise * one)
 
 
 def _kind(model: SingleTaskGP) -> KernelKind:
@@ -77,14 +96,14 @@ def _kind(model: SingleTaskGP) -> KernelKind:
 
 
 def to_state(model: SingleTaskGP) -> Hypers:
-    """The fitted hyperparameters as a JSON-serialisable dict (standardised-output units)."""
+    """The model's hyperparameters (standardised-output units)."""
     covar = model.covar_module
-    return {
-        "kernel": _kind(model),
-        "lengthscale": covar.lengthscale.detach().cpu().reshape(-1).tolist(),
-        "noise": float(model.likelihood.noise.detach().cpu().reshape(())),
-        "mean": float(model.mean_module.constant.detach().cpu().reshape(())),
-    }
+    return Hypers(
+        kernel=_kind(model),
+        lengthscale=covar.lengthscale.detach().cpu().reshape(-1).tolist(),
+        noise=float(model.likelihood.noise.detach().cpu().reshape(())),
+        mean=float(model.mean_module.constant.detach().cpu().reshape(())),
+    )
 
 
 def from_state(model: SingleTaskGP, hypers: Hypers | None) -> None:
@@ -92,9 +111,20 @@ def from_state(model: SingleTaskGP, hypers: Hypers | None) -> None:
     d = model.train_inputs[0].shape[-1]
     h = _usable(hypers, d, _kind(model))
     like = model.covar_module.lengthscale
-    model.covar_module.lengthscale = torch.tensor(h["lengthscale"], dtype=like.dtype, device=like.device).view_as(like)
-    model.likelihood.noise = torch.tensor([h["noise"]], dtype=like.dtype, device=like.device)
-    model.mean_module.constant = torch.tensor(h["mean"], dtype=like.dtype, device=like.device)
+    model.covar_module.lengthscale = torch.tensor(h.lengthscale, dtype=like.dtype, device=like.device).view_as(like)
+    model.likelihood.noise = torch.tensor([h.noise], dtype=like.dtype, device=like.device)
+    model.mean_module.constant = torch.tensor(h.mean, dtype=like.dtype, device=like.device)
+
+
+def _prior_draw(model: SingleTaskGP, generator: torch.Generator) -> None:
+    """Lengthscales and noise drawn from their LogNormal priors (BoTorch's ``sample_all_priors``, seeded)."""
+    for module, name in ((model.covar_module, "lengthscale"), (model.likelihood.noise_covar, "noise")):
+        prior = getattr(module, f"{name}_prior")
+        current = getattr(module, name)
+        z = torch.randn(current.shape, generator=generator, dtype=torch.float64)
+        value = (prior.loc.detach().cpu().double() + prior.scale.detach().cpu().double() * z).exp()
+        bound = getattr(module, f"raw_{name}_constraint").lower_bound.detach().cpu().double()
+        setattr(module, name, value.clamp_min(bound + 1e-6).to(current))
 
 
 def build_model(
@@ -121,16 +151,23 @@ def fit_model(
     n_max: int | None = None,
     fit: bool = True,
     device: torch.device | None = None,
+    generator: torch.Generator | None = None,
 ) -> SingleTaskGP:
     """The GP on the last ``n_max`` points, MAP-fitted from ``hypers`` (warm start) when ``fit``.
 
-    X: n x d, y: n (n >= 1). The model lives on ``device`` (X's device when None). A failed fit keeps ``hypers``.
+    X: n x d, y: n (n >= 1). The model lives on ``device`` (X's device when None). A fit that fails is
+    retried from prior draws (``generator``; seeded with 0 when None); when all fail, ``hypers`` stay.
     """
     Xw, yw = window(X, y, n_max)
     model = build_model(Xw, yw, kernel, hypers, device)
     if fit:
-        try:
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-        except ModelFittingError:
-            from_state(model, hypers)
+        generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        for attempt in range(FIT_ATTEMPTS):
+            if attempt:
+                _prior_draw(model, generator)
+            try:
+                fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), max_attempts=1)
+                break
+            except ModelFittingError:
+                from_state(model, hypers)
     return model.eval()

@@ -32,6 +32,7 @@ from botorch.acquisition.knowledge_gradient import qKnowledgeGradient
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models import SingleTaskGP
 from botorch.optim import optimize_acqf
+from botorch.sampling.normal import SobolQMCNormalSampler
 from botorch.utils.sampling import draw_sobol_normal_samples
 from botorch.utils.transforms import t_batch_mode_transform
 from pydantic import Field
@@ -82,7 +83,10 @@ class LookaheadUCB(qKnowledgeGradient):
     def __init__(
         self, model: SingleTaskGP, beta: float, fantasies: int, X_pending: Tensor | None = None, seed: int = 0
     ) -> None:
-        super().__init__(model=model, num_fantasies=fantasies, X_pending=X_pending)
+        # an explicit seed: BoTorch's default sampler would draw one from torch's global RNG (the sampler
+        # itself is never used: the fantasies come from ``base_samples``)
+        sampler = SobolQMCNormalSampler(sample_shape=torch.Size([fantasies]), seed=seed)
+        super().__init__(model=model, num_fantasies=fantasies, sampler=sampler, X_pending=X_pending)
         self.beta, self.seed = beta, seed
         self.params = KernelParams.from_model(model)
         A, resid, scale = train_data(model)

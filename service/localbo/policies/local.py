@@ -2,11 +2,10 @@
 
 One iteration t around the iterate x_t is one batch: ``resamples`` copies of x_t followed by the
 exploration points around x_t (``exploration.explore``). It is returned by one suggest call, so the
-engine queues it as the plan. The state then says what the policy is waiting for:
-
-    {"t": t, "x_t": [d floats], "phase": "batch" | "top-up", "n_start": n when the batch went out,
-     "batch": its size, "extra": top-up points since, "hypers": the last GP fit (gp.to_state),
-     "path": the iterates so far, [{"t", "n", "x" (x_t), "info" (what the step did)}], for the dashboard}
+engine queues it as the plan. The state (``LocalState``) then says what the policy is waiting for:
+the iteration t, x_t, the phase ("batch" | "top-up"), n_start (observations when the batch went
+out), the batch's size, the top-up points since, the last GP fit and the path of iterates so far
+(t, n, x_t and what the step did), which ``display`` turns into what the dashboard draws.
 
 On the next call, with n observations and m pending points:
 - n - n_start < batch and m > 0 (the plan ran dry while results are still out): return ``count``
@@ -14,7 +13,8 @@ On the next call, with n observations and m pending points:
 - otherwise (the batch's results are in, or nothing is outstanding, e.g. after failures): fit the GP
   on the last N_max points, x_{t+1} = step(GP, x_t) (the policy's own rule), and return the batch of t+1.
 The first call starts at x_0 = config x0, else the centre of the cube. Randomness (the initial
-conditions of the acquisition optimisers, refits after a failed fit) is seeded by (seed, t, top-ups).
+conditions of the acquisition optimisers, refits after a failed fit) comes from generators seeded by
+(seed, t, top-ups), never from torch's global RNG.
 """
 
 from __future__ import annotations
@@ -22,15 +22,27 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+import math
 from typing import Annotated, Any, Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from localbo.policies import gp
-from localbo.policies.base import Policy, PolicyConfig, PolicyConfigError, Suggestion, SuggestRequest
+from localbo.policies.base import (
+    Box,
+    Display,
+    Policy,
+    PolicyConfig,
+    PolicyConfigError,
+    PolicyState,
+    Progress,
+    Suggestion,
+    SuggestRequest,
+    state_as,
+)
 from localbo.policies.exploration import GradientInformation, explore, local_box
 from localbo.policies.gradients import GradientTrace
 
@@ -72,15 +84,45 @@ class Data:
         return torch.cat([self.X[-self.n_max :], self.pending])
 
 
-Scalar = int | float | str
+Scalar = bool | int | float | str | None
 PATH_FLOATS = 4096  # the iterate path kept in the state: the last PATH_FLOATS / d iterations
 
 
-def _extend_path(path: list[dict[str, Any]], t: int, n: int, x_t: Tensor, info: dict[str, Any]) -> list[dict[str, Any]]:
+class PathEntry(BaseModel):
+    """One iterate: its t, the observations when its batch went out, x_t, and what the step did."""
+
+    model_config = ConfigDict(extra="forbid")
+    t: int
+    n: int
+    x: list[float]
+    info: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class LocalState(PolicyState):
+    """Where the iteration stands (see the module's docstring); x_t is None before the first call."""
+
+    version = 1
+    t: int = 0
+    x_t: list[float] | None = None
+    phase: Literal["batch", "top-up"] = "batch"
+    n_start: int = 0
+    batch: int = 0
+    extra: int = 0
+    hypers: gp.StoredHypers = None
+    path: list[PathEntry] = Field(default_factory=list)
+
+
+def _scalar(v: Any) -> Scalar:
+    if isinstance(v, float):
+        return round(v, 6) if math.isfinite(v) else None
+    return v  # type: ignore[no-any-return]
+
+
+def _extend_path(path: list[PathEntry], t: int, n: int, x_t: Tensor, info: dict[str, Any]) -> list[PathEntry]:
     """The iterates so far, for people to see: {t, n observations when it went out, x_t, what the step did}."""
-    scalars = {k: round(v, 6) if isinstance(v, float) else v for k, v in info.items() if isinstance(v, Scalar)}
-    entry = {"t": t, "n": n, "x": [round(v, 6) for v in x_t.tolist()], "info": scalars}
-    path = [p for p in path if p.get("t") != t]  # a retried iteration replaces its entry
+    scalars = {k: _scalar(v) for k, v in info.items() if isinstance(v, bool | int | float | str)}
+    entry = PathEntry(t=t, n=n, x=[round(v, 6) for v in x_t.tolist()], info=scalars)
+    path = [p for p in path if p.t != t]  # a retried iteration replaces its entry
     keep = max(8, PATH_FLOATS // max(1, x_t.shape[0]))
     return [*path, entry][-keep:]
 
@@ -94,6 +136,7 @@ class LocalPolicy(Policy):
     """Base of gibo and minucb: the batch/top-up/step logic; subclasses give ``step`` and ``resamples``."""
 
     Config = LocalConfig
+    State = LocalState
 
     @classmethod
     def check_study(cls, dim: int, config: LocalConfig) -> None:  # type: ignore[override]
@@ -101,20 +144,51 @@ class LocalPolicy(Policy):
             raise PolicyConfigError("policy_config.x0", f"expected {dim} values in [0, 1], got {len(config.x0)}")
 
     @classmethod
-    def plans_now(cls, state: dict[str, Any], n_complete: int, n_running: int) -> bool:
+    def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:
         # While the batch's results are out a suggest only tops the batch up with extra exploration,
         # which delays the step: plan ahead only once the batch is in (or nothing is running).
-        if "x_t" not in state or n_running == 0:
+        local = state_as(state, LocalState)
+        if local.x_t is None or n_running == 0:
             return True
-        return n_complete - int(state["n_start"]) >= int(state["batch"])
+        return n_complete - local.n_start >= local.batch
 
     @classmethod
-    def fallback_box(cls, state: dict[str, Any], config: LocalConfig, dim: int) -> tuple[list[float], list[float]]:
+    def fallback_box(cls, state: PolicyState, config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
         """The exploration box around x_t: a late point is still a local one."""
-        if "x_t" not in state:
+        local, delta = state_as(state, LocalState), getattr(config, "delta", 0.2)
+        if local.x_t is None or len(local.x_t) != dim:
             return super().fallback_box(state, config, dim)
-        x_t = state["x_t"]
-        return [max(0.0, v - config.delta) for v in x_t], [min(1.0, v + config.delta) for v in x_t]
+        return [max(0.0, v - delta) for v in local.x_t], [min(1.0, v + delta) for v in local.x_t]
+
+    @classmethod
+    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
+        """The iteration: its phase and batch progress, x_t, the exploration box, the path, the step and the GP."""
+        local = state_as(state, LocalState)
+        if local.x_t is None:
+            return Display(phase="not started")
+        done = max(0, min(local.batch, n_complete - local.n_start))
+        if done >= local.batch:
+            phase = "step pending"  # the batch is in: the next plan fits the GP and steps
+        else:
+            phase = "exploration batch" if local.phase == "batch" else "top-up"
+        lower, upper = cls.fallback_box(local, config, len(local.x_t))
+        last = local.path[-1].info if local.path else {}
+        numbers: dict[str, float | int | str | None] = {"iteration": local.t, "top-up points": local.extra}
+        for key in ("event", "step_norm", "trace_after"):
+            value = last.get(key)
+            if value is not None and not isinstance(value, bool):
+                numbers[key] = value
+        if local.hypers is not None:
+            numbers["gp noise"] = round(local.hypers.noise, 6)
+            numbers["gp mean lengthscale"] = round(sum(local.hypers.lengthscale) / len(local.hypers.lengthscale), 6)
+        return Display(
+            phase=phase,
+            progress=Progress(done=done, total=local.batch, label="exploration batch"),
+            centre=list(local.x_t),
+            box=Box(lower=lower, upper=upper),
+            path=[list(p.x) for p in local.path],
+            numbers=numbers,
+        )
 
     @abstractmethod
     def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
@@ -170,33 +244,45 @@ class LocalPolicy(Policy):
         X = request.X.to(dev, torch.float64).reshape(-1, d)
         y = request.y.to(dev, torch.float64).reshape(-1)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
-        state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
+        state, n, n_max = state_as(request.state, LocalState), X.shape[0], config.n_max or 5 * d
         data = Data(X, y, pending, n_max)
-        fork = [dev.index or 0] if dev.type == "cuda" else []
-        with torch.random.fork_rng(devices=fork):
-            if "x_t" not in state:  # the first call: x_0 and its batch
-                start = config.x0 if config.x0 is not None else [0.5] * d
-                x_t = torch.tensor(start, dtype=torch.float64, device=dev)
-                torch.manual_seed(_seed(request.seed, 0, 0))
-                hypers = gp.to_state(self._fit(data, config)) if n else {}
-                return self._iteration(request, data, 0, x_t, hypers, {"event": "start"})
-            t, x_t = int(state["t"]), torch.tensor(state["x_t"], dtype=torch.float64, device=dev)
-            if n - int(state["n_start"]) < int(state["batch"]) and pending.shape[0] > 0:
-                return self._top_up(request, data, state, x_t)
-            if n == 0:  # every trial of the batch failed: send the same iteration again
-                return self._iteration(request, data, t, x_t, state.get("hypers") or {}, {"event": "retry"})
-            torch.manual_seed(_seed(request.seed, t + 1, 0))
-            model = self._fit(data, config, state.get("hypers"))
-            x_next, info = self.step(model, x_t, config)
-            return self._iteration(request, data, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
+        if state.x_t is None:  # the first call: x_0 and its batch
+            start = config.x0 if config.x0 is not None else [0.5] * d
+            x_t = torch.tensor(start, dtype=torch.float64, device=dev)
+            hypers = gp.to_state(self._fit(data, config, None, _seed(request.seed, 0, 0))) if n else None
+            return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"})
+        t, x_t = state.t, torch.tensor(state.x_t, dtype=torch.float64, device=dev)
+        if n - state.n_start < state.batch and pending.shape[0] > 0:
+            return self._top_up(request, data, state, x_t)
+        if n == 0:  # every trial of the batch failed: send the same iteration again
+            return self._iteration(request, data, state, t, x_t, state.hypers, {"event": "retry"})
+        model = self._fit(data, config, state.hypers, _seed(request.seed, t + 1, 0))
+        x_next, info = self.step(model, x_t, config)
+        return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
 
-    def _fit(self, data: Data, config: LocalConfig, hypers: gp.Hypers | None = None) -> Any:
+    def _fit(self, data: Data, config: LocalConfig, hypers: gp.Hypers | None, seed: int) -> Any:
         """The GP on the data window, refitted as ``config.refit`` says, warm-started from ``hypers``."""
         refit = config.refit == "every" or (config.refit == "when_full" and data.X.shape[0] >= data.n_max)
-        return gp.fit_model(data.X, data.y, config.kernel, hypers, n_max=data.n_max, fit=refit, device=data.X.device)
+        return gp.fit_model(
+            data.X,
+            data.y,
+            config.kernel,
+            hypers,
+            n_max=data.n_max,
+            fit=refit,
+            device=data.X.device,
+            generator=torch.Generator().manual_seed(seed),
+        )
 
     def _iteration(
-        self, request: SuggestRequest, data: Data, t: int, x_t: Tensor, hypers: gp.Hypers, info: dict[str, Any]
+        self,
+        request: SuggestRequest,
+        data: Data,
+        state: LocalState,
+        t: int,
+        x_t: Tensor,
+        hypers: gp.Hypers | None,
+        info: dict[str, Any],
     ) -> Suggestion:
         """The batch of iteration t: b1 copies of x_t, then the exploration points around x_t."""
         config: LocalConfig = request.config  # type: ignore[assignment]
@@ -215,33 +301,30 @@ class LocalPolicy(Policy):
             top_up=False,
         )
         batch = torch.cat([head, Z])
-        state = {
-            "t": t,
-            "x_t": x_t.tolist(),
-            "phase": "batch",
-            "n_start": data.X.shape[0],
-            "batch": batch.shape[0],
-            "extra": 0,
-            "hypers": hypers,
-        }
         info = {**info, "t": t, "batch": batch.shape[0], **found}
-        state["path"] = _extend_path(request.state.get("path") or [], t, data.X.shape[0], x_t, info)
-        return Suggestion(X=batch, state=state, info=info)
+        new_state = LocalState(
+            t=t,
+            x_t=x_t.tolist(),
+            phase="batch",
+            n_start=data.X.shape[0],
+            batch=batch.shape[0],
+            extra=0,
+            hypers=hypers,
+            path=_extend_path(state.path, t, data.X.shape[0], x_t, info),
+        )
+        return Suggestion(X=batch, state=new_state)
 
-    def _top_up(self, request: SuggestRequest, data: Data, state: dict[str, Any], x_t: Tensor) -> Suggestion:
+    def _top_up(self, request: SuggestRequest, data: Data, state: LocalState, x_t: Tensor) -> Suggestion:
         """``count`` more exploration points around x_t while the batch's results are still out (no fit)."""
-        t, extra = int(state["t"]), int(state["extra"])
-        Z, found = self.explore(
+        Z, _ = self.explore(
             request,
             data,
             x_t,
-            state.get("hypers"),
+            state.hypers,
             x_t.new_zeros(0, request.dim),
             request.count,
             min_count=request.count,
-            seed=_seed(request.seed, t, 1 + extra),
+            seed=_seed(request.seed, state.t, 1 + state.extra),
             top_up=True,
         )
-        new_state = {**state, "phase": "top-up", "extra": extra + Z.shape[0]}
-        info = {"event": "top-up", "t": t, "points": Z.shape[0], **found}
-        return Suggestion(X=Z, state=new_state, info=info)
+        return Suggestion(X=Z, state=state.model_copy(update={"phase": "top-up", "extra": state.extra + Z.shape[0]}))

@@ -5,8 +5,15 @@ from __future__ import annotations
 import torch
 
 from localbo.policies import register
-from localbo.policies.base import PlanAheadConfig, Policy, Suggestion, SuggestRequest
+from localbo.policies.base import PlanAheadConfig, Policy, PolicyState, Suggestion, SuggestRequest, state_as
 from localbo.policies.finite import Exhausted, available
+
+
+class DrawnState(PolicyState):
+    """Points drawn so far (random, sobol): where the study's sequence continues."""
+
+    version = 1
+    drawn: int = 0
 
 
 @register
@@ -15,6 +22,7 @@ class RandomSearch(Policy):
 
     name = "random"
     Config = PlanAheadConfig
+    State = DrawnState
     needs_history = False
     spaces = frozenset({"continuous", "categorical", "finite"})
 
@@ -22,17 +30,17 @@ class RandomSearch(Policy):
         config: PlanAheadConfig = request.config  # type: ignore[assignment]
         if request.finite is not None:
             return self.suggest_finite(request, config)
-        drawn = int(request.state.get("drawn", 0))
+        drawn = state_as(request.state, DrawnState).drawn
         k = max(request.count, config.plan_ahead)
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
         X = torch.rand(k, request.dim, generator=generator, dtype=torch.float64)
-        return Suggestion(X=X, state={"drawn": drawn + k})
+        return Suggestion(X=X, state=DrawnState(drawn=drawn + k))
 
     def suggest_finite(self, request: SuggestRequest, config: PlanAheadConfig) -> Suggestion:
         """Candidates drawn uniformly among those not asked yet (the paper's Random), or among all with repeats."""
         space = request.finite
         assert space is not None
-        drawn = int(request.state.get("drawn", 0))
+        drawn = state_as(request.state, DrawnState).drawn
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
         free = available(space, []).nonzero()[:, 0].cpu()
         k = min(max(request.count, config.plan_ahead), free.numel())
@@ -43,4 +51,4 @@ class RandomSearch(Policy):
         else:
             index = free[torch.randperm(free.numel(), generator=generator)[:k]]
         X = space.candidates[index.to(space.candidates.device)].to(torch.float64)
-        return Suggestion(X=X, state={"drawn": drawn + k}, index=index)
+        return Suggestion(X=X, state=DrawnState(drawn=drawn + k), index=index)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from localbo.policies import register
-from localbo.policies.base import PlanAheadConfig, Policy, PolicyConfigError, Suggestion, SuggestRequest
+from localbo.policies.base import PlanAheadConfig, Policy, PolicyConfigError, Suggestion, SuggestRequest, state_as
+from localbo.policies.random_search import DrawnState
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 
@@ -16,6 +17,7 @@ class Sobol(Policy):
 
     name = "sobol"
     Config = PlanAheadConfig
+    State = DrawnState
     needs_history = False
     spaces = frozenset({"continuous", "categorical"})
 
@@ -29,10 +31,10 @@ class Sobol(Policy):
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: PlanAheadConfig = request.config  # type: ignore[assignment]
-        drawn = int(request.state.get("drawn", 0))
+        drawn = state_as(request.state, DrawnState).drawn
         k = max(request.count, config.plan_ahead)
         engine = torch.quasirandom.SobolEngine(request.dim, scramble=True, seed=request.seed)
         if drawn:
             engine.fast_forward(drawn)
         X = engine.draw(k, dtype=torch.float64)
-        return Suggestion(X=X, state={"drawn": drawn + k})
+        return Suggestion(X=X, state=DrawnState(drawn=drawn + k))

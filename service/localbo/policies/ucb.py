@@ -20,7 +20,7 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.base import Suggestion, SuggestRequest
+from localbo.policies.base import Suggestion, SuggestRequest, state_as
 from localbo.policies.finite import suggest_finite
 from localbo.policies.finite_gp import FiniteGPConfig, FiniteHypersConfig, FinitePosterior
 from localbo.policies.global_bo import (
@@ -28,6 +28,7 @@ from localbo.policies.global_bo import (
     Context,
     GlobalConfig,
     GlobalPolicy,
+    GlobalState,
     LipschitzConfig,
     accept_reject_score,
     mean_sigma,
@@ -46,7 +47,9 @@ class LipschitzUCBConfig(LipschitzConfig, UCBConfig):
 
 
 class GPUCBConfig(UCBConfig, FiniteHypersConfig):
-    """ucb's config: the continuous keys, and the GP's hyperparameters and delta for finite spaces."""
+    """ucb's config: the continuous keys, and the GP's hyperparameters and delta for finite spaces.
+
+    Each kind of space refuses the other's keys (``Policy.check_space``)."""
 
 
 def finite_beta(size: int, t: int, delta: float) -> float:
@@ -68,7 +71,8 @@ def suggest_finite_ucb(request: SuggestRequest, config: GPUCBConfig) -> Suggesti
         beta = config.beta if config.beta is not None else finite_beta(size, t, config.delta)
         return posterior.mean + math.sqrt(beta) * posterior.sigma, {"beta": beta}
 
-    return suggest_finite(request, finite, score)
+    choice = suggest_finite(request, finite, score, state_as(request.state, GlobalState).hypers)
+    return Suggestion(X=choice.X, state=GlobalState(hypers=choice.hypers, n=choice.n), index=choice.index)
 
 
 def beta_t(config: UCBConfig, ctx: Context) -> float:
