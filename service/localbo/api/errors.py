@@ -7,8 +7,11 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from localbo.errors import LocalboError
+
+RETRY_AFTER_SECONDS = 1
 
 BODY_PREFIXES = ("body", "query", "path", "header")
 
@@ -32,7 +35,30 @@ def _message(err: dict[str, Any]) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(LocalboError)
     async def _engine_error(_: Request, exc: LocalboError) -> JSONResponse:
-        return JSONResponse({"detail": exc.message}, status_code=exc.status_code)
+        retry = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.status_code == 503 else None
+        return JSONResponse({"detail": exc.message}, status_code=exc.status_code, headers=retry)
+
+    @app.exception_handler(OperationalError)
+    async def _database_busy(_: Request, exc: OperationalError) -> JSONResponse:
+        """SQLite's "database is locked" past its busy timeout, a lock or serialisation timeout on Postgres:
+        the request changed nothing, so the client may retry; anything else is a real server error."""
+        text = str(exc.orig).lower()
+        if "locked" in text or "lock timeout" in text or "could not serialize" in text or "deadlock" in text:
+            return JSONResponse(
+                {"detail": "database: busy, nothing was changed; retry"},
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        raise exc
+
+    @app.exception_handler(IntegrityError)
+    async def _conflict(_: Request, exc: IntegrityError) -> JSONResponse:
+        """A concurrent request stored the same row first (a name, a key, a number): nothing of ours was."""
+        return JSONResponse(
+            {"detail": "conflict: a concurrent request changed the same data first; nothing was changed, retry"},
+            status_code=409,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

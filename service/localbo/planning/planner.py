@@ -3,7 +3,8 @@
 ``plan(study_id, need, ahead)`` runs as a background job (``jobs.Jobs``: one per study in this
 process); across processes the claim (``claims.Claims``) keeps computations apart. The job runs the
 policy on a snapshot and stores the plan only if the study is still the one it planned for (same id,
-same state version): a study deleted meanwhile, or planned by another process, drops the result.
+same creation time, same state version): a study deleted (and perhaps created again under the same
+name, or even the same id on SQLite) meanwhile, or planned by another process, drops the result.
 
 Suggest-ahead (``ahead``, after a tell): only when the plan is empty and the policy says a suggest
 now makes progress, so the next ask is served from the plan.
@@ -94,7 +95,10 @@ class Planner:
             plan = self.runner.run(study, space, done, pending, need - in_plan, failed)
         with self.write.begin() as conn:
             current = repo.get_study_by_id(conn, study_id, for_update=True)
-            if current is not None and current.policy_state_version == plan.version:
+            # the same study (SQLite reuses a deleted study's id: its creation time tells them apart),
+            # and nobody stored a plan meanwhile
+            same = current is not None and current.created_at == study.created_at
+            if same and current.policy_state_version == plan.version:
                 store(conn, current.id, current.policy_state_version, plan)
 
 

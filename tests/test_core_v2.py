@@ -1,0 +1,219 @@
+"""The middle layer's contracts: plans tied to a study's identity, reads while waiting, bounded policy
+time, expired leases, the same key twice at once, writes off the event loop, finite exports, caches."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+from conftest import make_settings, unique
+from harness.processes import ServerProcess
+from local_service import LocalService
+from localbo.caches import BoundedCache
+from localbo.planning.claims import Claims, Waited
+from localbo.policies import Policy, Suggestion, SuggestRequest, register
+from localbo.storage import repository as repo
+from localbo.storage.models import utcnow
+from sqlalchemy import event, update
+
+SPACE = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+FINITE = {
+    "kind": "finite",
+    "candidates": [{"id": f"c{i}", "params": {"a": float(i), "b": float(i % 3)}} for i in range(6)],
+}
+
+
+@register
+class SleepingPolicy(Policy):
+    """Computes for longer than any test's policy timeout (bounded: it wakes after 20 s)."""
+
+    name = "test-sleeping"
+
+    def suggest(self, request: SuggestRequest) -> Suggestion:
+        time.sleep(20)
+        return Suggestion(X=torch.full((request.count, request.dim), 0.5, dtype=torch.float64), state=request.state)
+
+
+@pytest.fixture
+def local(tmp_path: Path):  # noqa: ANN201
+    made: list[LocalService] = []
+
+    def make(**overrides: object) -> LocalService:
+        service = LocalService(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", **overrides))
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        service.close(wait=False)
+
+
+def test_a_recreated_study_never_receives_its_predecessors_plan(local) -> None:
+    service = local(suggest_ahead=False)
+    service.create_study("twin", "minimize", SPACE, "sobol", {"plan_ahead": 4}, seed=1)
+    old_id = service.study_id("twin")
+    runner = service.service.runner
+    compute = runner.run
+
+    def recreated_meanwhile(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        plan = compute(*args, **kwargs)  # the old study's plan (2-d points) ...
+        service.service.studies.delete("twin")  # ... while it computed, the study was deleted and made again
+        service.create_study("twin", "minimize", {"z": {"type": "float", "low": 0, "high": 1}}, "sobol", seed=2)
+        return plan
+
+    runner.run = recreated_meanwhile
+    service.service.planner.plan(old_id, 4, False)
+    runner.run = compute
+    view = service.policy_view("twin")
+    assert view["planned"] == [] and view["policy_state_version"] == 0, "the old plan was dropped"
+    (trial,) = service.ask("twin")["trials"]  # (had the 2-d plan landed, every ask would fail)
+    assert set(trial["params"]) == {"z"} and trial["source"] == "sobol"
+
+
+def test_waiting_for_another_process_plan_only_reads(local) -> None:
+    service = local()
+    service.create_study("held", "minimize", SPACE, "sobol", seed=1)
+    study_id = service.study_id("held")
+    claims = Claims(service.db, service.write)
+    assert claims.take(study_id, "another-process")
+    writes: list[str] = []
+
+    def count(conn, cursor, statement, *args) -> None:  # noqa: ANN001
+        if statement.lstrip().split()[0].upper() in {"INSERT", "UPDATE", "DELETE", "BEGIN"} and "IMMEDIATE" in (
+            statement.upper() if statement.upper().startswith("BEGIN") else "IMMEDIATE"
+        ):
+            writes.append(statement)
+
+    event.listen(service.db, "before_cursor_execute", count)
+    try:
+        assert claims.wait(study_id, 1, time.monotonic() + 1.0) is Waited.TIMEOUT
+    finally:
+        event.remove(service.db, "before_cursor_execute", count)
+    assert writes == []
+    claims.release(study_id, "another-process")
+    assert claims.wait(study_id, 1, time.monotonic() + 1.0) is Waited.FREE
+
+
+def test_a_policy_past_its_timeout_gives_fallback_points_and_frees_the_claim(local) -> None:
+    service = local(policy_timeout_seconds=1.0, ask_wait_seconds=60, suggest_ahead=False)
+    service.create_study("slow", "minimize", SPACE, "test-sleeping", seed=3)
+    (trial,) = service.ask("slow")["trials"]
+    assert trial["source"] == "fallback"
+    study = service.get_study("slow")
+    assert "PolicyTimeout" in study["last_policy_error"]
+    with service.db.begin() as conn:
+        row = repo.get_study(conn, "slow")
+    assert row.plan_claim is None, "a timed-out computation ends its claim"
+
+
+def test_a_heartbeat_after_the_lease_ran_out_finds_the_trial_stale(local) -> None:
+    service = local(suggest_ahead=False)
+    service.create_study("lease", "minimize", SPACE, "sobol", seed=4)
+    (trial,) = service.ask("lease")["trials"]
+    with service.write.begin() as conn:  # the lease ran out (no sweep has run: no ask came since)
+        conn.execute(update(repo.trials).values(lease_expires_at=utcnow().replace(year=2000)))
+    with pytest.raises(Exception, match="lease expired") as caught:
+        service.heartbeat("lease", trial["number"])
+    assert getattr(caught.value, "status_code", None) == 409
+    assert service.service.studies.trials("lease")["trials"][0]["state"] == "stale"
+    assert service.policy_view("lease")["planned"][0]["source"] == "stale-retry"
+    assert service.tell("lease", trial["number"], 1.0)["state"] == "complete", "a late result still counts"
+
+
+def test_the_finite_csv_export_has_parameter_columns_and_candidate_ids(api, tmp_path: Path) -> None:
+    name = unique()
+    r = api.post("/api/v1/studies", json={"name": name, "space": FINITE, "policy": "random", "seed": 1})
+    assert r.status_code == 201, r.text
+    trials = api.post(f"/api/v1/studies/{name}/ask", json={"count": 2}).json()["trials"]
+    api.post(f"/api/v1/studies/{name}/trials/{trials[0]['number']}/tell", json={"value": 0.5})
+    text = api.get(f"/api/v1/studies/{name}/export", params={"format": "csv"}).text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0])[:6] == ["number", "state", "value", "a", "b", "candidate"]
+    assert [r["candidate"] for r in rows] == [t["candidate"] for t in trials]
+    first = next(c for c in FINITE["candidates"] if c["id"] == rows[0]["candidate"])
+    assert float(rows[0]["a"]) == first["params"]["a"] and float(rows[0]["b"]) == first["params"]["b"]
+    assert rows[0]["value"] == "0.5" and rows[1]["value"] == ""
+    url = str(api.app.state.service.db.url)
+    cli = subprocess.run(
+        [sys.executable, "-m", "localbo.cli", "studies", "export", name, "--db", url, "--format", "csv"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert cli.returncode == 0, cli.stderr.decode()
+    assert cli.stdout.decode() == text, "the CLI writes the same CSV as the API"
+
+
+@pytest.mark.postgres
+@pytest.mark.live
+def test_the_same_idempotency_key_twice_at_once_on_postgres_is_one_ask(pg_url: str) -> None:
+    server = ServerProcess(pg_url, LOCALBO_SUGGEST_AHEAD="false")
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            name = unique()
+            assert (
+                http.post("/api/v1/studies", json={"name": name, "space": SPACE, "policy": "sobol"}).status_code == 201
+            )
+            statuses: list[int] = []
+            with ThreadPoolExecutor(2) as pool:
+                for i in range(50):
+                    barrier = threading.Barrier(2)
+
+                    def one(key: str = f"dup-{i}", barrier: threading.Barrier = barrier) -> httpx.Response:
+                        barrier.wait(timeout=30)
+                        return http.post(f"/api/v1/studies/{name}/ask", json={}, headers={"Idempotency-Key": key})
+
+                    a, b = pool.submit(one), pool.submit(one)
+                    ra, rb = a.result(), b.result()
+                    statuses += [ra.status_code, rb.status_code]
+                    assert ra.status_code == rb.status_code == 200, (ra.text, rb.text)
+                    assert ra.json() == rb.json(), "the duplicate gets the first answer"
+            assert not [s for s in statuses if s >= 500]
+            assert http.get(f"/api/v1/studies/{name}").json()["summary"]["n_trials"] == 50
+    finally:
+        server.stop()
+
+
+@pytest.mark.live
+def test_a_write_waiting_for_the_sqlite_lock_stalls_no_other_request(tmp_path: Path) -> None:
+    db = tmp_path / "busy.db"
+    server = ServerProcess(f"sqlite:///{db}")
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            name = unique()
+            assert (
+                http.post("/api/v1/studies", json={"name": name, "space": SPACE, "policy": "sobol"}).status_code == 201
+            )
+            holder = sqlite3.connect(db, timeout=30, isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")  # another writer holds the database
+            with ThreadPoolExecutor(1) as pool:
+                blocked = pool.submit(lambda: http.post(f"/api/v1/studies/{name}/ask", json={}))
+                time.sleep(0.5)  # let the ask reach the lock (it would block the event loop before the fix)
+                assert not blocked.done(), "the ask waits for the lock"
+                assert http.get("/healthz").status_code == 200, "health answers while a write waits"
+                assert http.get(f"/api/v1/studies/{name}").status_code == 200, "reads answer too"
+                assert not blocked.done()
+                holder.execute("ROLLBACK")
+                assert blocked.result(timeout=60).status_code == 200
+            holder.close()
+    finally:
+        server.stop()
+
+
+def test_the_per_process_caches_are_bounded() -> None:
+    cache: BoundedCache[bytes] = BoundedCache(max_cost=100, cost=len)
+    for i in range(50):
+        assert cache.get(("study", i), lambda i=i: bytes(30)) == bytes(30)
+    assert cache.total_cost <= 100 and len(cache) == 3
+    assert cache.get(("study", 49), lambda: b"reloaded") == bytes(30), "the newest stay"
+    assert cache.get(("study", 0), lambda: b"reloaded") == b"reloaded", "the oldest went"
+    assert cache.get("too big", lambda: bytes(500)) == bytes(500) and "too big" not in cache._items
