@@ -24,7 +24,12 @@ def f(params: dict[str, float]) -> float:
 
 
 class Counting:
-    """The engine's real executor, counting the computations it runs and how many overlap."""
+    """The engine's real executor, counting the computations it runs and how many overlap.
+
+    ``delay`` makes every computation that much slower; a ``gate`` (``hold()``) keeps each one from
+    finishing until ``release()``: a computation known to be slower than anything it is raced against,
+    whatever the machine's load, and no longer than the test needs.
+    """
 
     def __init__(self, inner: Executor, delay: float = 0.0) -> None:
         self.inner, self.delay = inner, delay
@@ -32,7 +37,16 @@ class Counting:
         self.calls = 0
         self.active = 0
         self.max_active = 0
+        self.started = threading.Event()
+        self.gate: threading.Event | None = None
         self._guard = threading.Lock()
+
+    def hold(self) -> None:
+        self.gate = threading.Event()
+
+    def release(self) -> None:
+        if self.gate is not None:
+            self.gate.set()
 
     def run(
         self, policy: str, request: SuggestRequest, queue: str = "cpu", timeout: float = 900.0, local: bool = False
@@ -41,7 +55,10 @@ class Counting:
             self.calls += 1
             self.active += 1
             self.max_active = max(self.max_active, self.active)
+        self.started.set()
         try:
+            if self.gate is not None:
+                assert self.gate.wait(timeout=120), "the test never released the computation"
             time.sleep(self.delay)  # a slow refit, as at d = 100
             return self.inner.run(policy, request, queue, timeout, local)
         finally:
@@ -64,6 +81,7 @@ def make_engine(tmp_path: Path) -> Iterator:
 
     yield make
     for engine in made:
+        engine.executor.release()
         engine.close(wait=True)
 
 
@@ -100,10 +118,12 @@ def test_the_tell_that_completes_a_batch_plans_the_next_one_before_any_ask(make_
     assert view["state"]["t"] == 1 and len(view["planned"]) == 6, "the step was computed after the tell"
     assert engine.executor.calls == calls + 1
 
+    engine.executor.delay = 30.0  # a computation now takes 30 s: an ask served from the plan takes none
     started = time.perf_counter()
     (trial,) = engine.ask("ahead")["trials"]
-    assert time.perf_counter() - started < 1.0, "served from the plan"
+    assert time.perf_counter() - started < 15.0, "served from the plan"
     assert trial["source"] == "minucb" and engine.executor.calls == calls + 1
+    engine.executor.delay = 0.0
 
 
 def test_with_suggest_ahead_off_the_ask_computes_the_step(make_engine) -> None:
@@ -135,12 +155,12 @@ def test_concurrent_asks_share_one_computation(make_engine) -> None:
 
 
 def test_an_ask_that_waits_too_long_gets_a_local_fallback_point_and_the_plan_still_lands(make_engine) -> None:
-    engine = make_engine(delay=2.0, ask_wait_seconds=0.2)
+    engine = make_engine(ask_wait_seconds=0.2)
+    engine.executor.hold()  # the computation cannot finish while the ask waits
     engine.create_study("late", "minimize", SPACE, "minucb", {**LIGHT, "delta": 0.1}, seed=3)
-    started = time.perf_counter()
     (trial,) = engine.ask("late")["trials"]
-    assert time.perf_counter() - started < 1.5, "the ask did not wait for the whole computation (2 s)"
-    assert trial["source"] == "fallback"
+    assert trial["source"] == "fallback", "the ask did not wait for the whole computation"
+    engine.executor.release()
     settle(engine, "late")
     view = engine.policy_view("late")
     assert view["policy_state_version"] == 1 and len(view["planned"]) == 6, "the late plan was kept"
@@ -153,8 +173,10 @@ def test_an_ask_that_waits_too_long_gets_a_local_fallback_point_and_the_plan_sti
     for number in (1, 2):
         engine.tell("late", number, 0.3)
     engine.settings.ask_wait_seconds = 0.0
+    engine.executor.hold()
     engine.ask("late", count=5)
-    (late,) = engine.ask("late")["trials"]  # the plan is empty, and the policy takes 2 s for a top-up
+    (late,) = engine.ask("late")["trials"]  # the plan is empty, and the policy's top-up is held
+    engine.executor.release()
     assert late["source"] == "fallback"
     assert all(abs(late["params"][k] - x) <= 0.1 + 1e-9 for k, x in zip("ab", x_t, strict=True))
 
@@ -179,13 +201,14 @@ def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(
 
     engine = make_engine()
     engine.create_study("claimed", "minimize", SPACE, "minucb", LIGHT, seed=5)
+    study_id = engine.study_id("claimed")
     with engine.write.begin() as conn:  # another process holds the claim and is computing
-        assert repo.claim_planning(conn, "claimed", "other", utcnow(), utcnow() + timedelta(seconds=60))
+        assert repo.claim_planning(conn, study_id, "other", utcnow(), utcnow() + timedelta(seconds=60))
     engine.plan("claimed", 1, True)
     assert engine.executor.calls == 0, "suggest-ahead leaves the study to the process computing it"
 
     with engine.write.begin() as conn:  # that process died: its claim ran out a second ago
-        repo.renew_planning(conn, "claimed", "other", utcnow() - timedelta(seconds=1))
+        repo.renew_planning(conn, study_id, "other", utcnow() - timedelta(seconds=1))
     engine.plan("claimed", 1, False)
     assert engine.executor.calls == 1 and len(engine.policy_view("claimed")["planned"]) == 6
     with engine.db.begin() as conn:
@@ -194,24 +217,42 @@ def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(
 
 def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pytest.MonkeyPatch) -> None:
     import localbo.planning.claims
+    from localbo.storage import repository as repo
+    from localbo.storage.models import utcnow
 
-    monkeypatch.setattr(localbo.planning.claims, "CLAIM_SECONDS", 0.3)  # renewed every 0.1 s; the refit takes 1.5 s
-    first, second = make_engine(delay=1.5), make_engine()
+    # renewed every second; a renewal thread would have to stall for 2 s to lose it on a busy machine
+    monkeypatch.setattr(localbo.planning.claims, "CLAIM_SECONDS", 3.0)
+    first, second = make_engine(), make_engine()
+    first.executor.hold()  # the refit lasts until released, past the claim's first life
     first.create_study("long", "minimize", SPACE, "minucb", LIGHT, seed=6)
+    study_id = first.study_id("long")
     job = first.start_plan("long")
-    time.sleep(0.8)  # well past the claim's first life
+    assert first.executor.started.wait(timeout=60), "the refit did not start"
+
+    def claimed_until():  # noqa: ANN202
+        with first.db.begin() as conn:
+            return repo.planning_status(conn, study_id).claimed_until
+
+    first_life = claimed_until()
+    deadline = time.monotonic() + 60
+    while not (utcnow() > first_life and claimed_until() > first_life):  # well past the claim's first life
+        assert time.monotonic() < deadline, "the claim was not renewed"
+        time.sleep(0.1)
     second.plan("long", 1, True)
+    first.executor.release()
     job.result(timeout=60)
     assert (first.executor.calls, second.executor.calls) == (1, 0)
 
 
 def test_a_late_ask_on_a_categorical_space_gets_a_fallback_point_and_the_plan_is_stored_one_hot(make_engine) -> None:
     space = {**SPACE, "kind": {"type": "categorical", "choices": ["x", "y", "z"]}}
-    engine = make_engine(delay=2.0, ask_wait_seconds=0.2)
+    engine = make_engine(ask_wait_seconds=0.2)
     engine.create_study("late-cat", "minimize", space, "ei", {}, seed=3)
+    engine.executor.hold()
     for trial in engine.ask("late-cat", count=6)["trials"]:  # the initial design: d + 1 = 6 points
         engine.tell("late-cat", trial["number"], f(trial["params"]) + "xyz".index(trial["params"]["kind"]))
-    (late,) = engine.ask("late-cat")["trials"]  # the policy takes 2 s, the ask waits 0.2 s
+    (late,) = engine.ask("late-cat")["trials"]  # the policy is held, the ask waits 0.2 s
+    engine.executor.release()
     assert late["source"] == "fallback" and late["params"]["kind"] in ("x", "y", "z")
     settle(engine, "late-cat")
     for point in engine.policy_view("late-cat")["planned"]:  # what the next suggest sees as pending
