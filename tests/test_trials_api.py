@@ -9,6 +9,7 @@ import time
 import torch
 from conftest import unique
 from localbo.policies import Policy, Suggestion, SuggestRequest, register
+from localbo.policies.base import PolicyState, state_as
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}
 
@@ -116,13 +117,16 @@ def test_export_as_csv_and_json(api) -> None:
         assert int(row["k"]) == trial["params"]["k"]
 
 
-def test_expired_leases_become_stale_and_their_points_are_offered_again(make_client) -> None:
-    api = make_client(lease_seconds=0.3)
+def test_expired_leases_become_stale_and_their_points_are_offered_again(api) -> None:
+    from localbo.storage import repository as repo
+    from localbo.storage.models import utcnow
+    from sqlalchemy import update
+
     name = create(api)
     first, kept = ask(api, name, count=2)
-    time.sleep(0.6)
-    assert api.post(f"/api/v1/studies/{name}/trials/{kept['number']}/heartbeat").status_code == 200
-    time.sleep(0.6)  # past the first lease, and past the engine's once-a-second expiry check
+    with api.app.state.service.write.begin() as conn:  # the first lease ran out (no clock games, no sleeps)
+        past = utcnow().replace(year=2000)
+        conn.execute(update(repo.trials).where(repo.trials.c.number == first["number"]).values(lease_expires_at=past))
     assert api.post(f"/api/v1/studies/{name}/trials/{kept['number']}/heartbeat").status_code == 200
     again = ask(api, name)[0]
     assert again["params"] == first["params"] and again["source"] == "stale-retry" and again["number"] == 3
@@ -144,17 +148,25 @@ class ExplodingPolicy(Policy):
         raise torch.linalg.LinAlgError("singular matrix in the test policy")
 
 
+class CountingState(PolicyState):
+    calls: int = 0
+    seen: dict[str, int] = {}
+    best: float | None = None
+
+
 @register
 class CountingPolicy(Policy):
-    """Proposes the centre of the pending points' complement; records what it saw in its state."""
+    """Proposes the centre of the cube; records what it saw in its state."""
 
     name = "test-counting"
+    State = CountingState
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         seen = {"n": int(request.X.shape[0]), "pending": int(request.X_pending.shape[0])}
         best = request.y.min().item() if request.y.numel() else None
         X = torch.full((request.count, request.dim), 0.5, dtype=torch.float64)
-        return Suggestion(X=X, state={"calls": request.state.get("calls", 0) + 1, "seen": seen, "best": best})
+        calls = state_as(request.state, CountingState).calls + 1
+        return Suggestion(X=X, state=CountingState(calls=calls, seen=seen, best=best))
 
 
 def test_a_failing_policy_falls_back_and_records_why(api) -> None:

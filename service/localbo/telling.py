@@ -74,10 +74,10 @@ class Telling:
         with self.write.begin() as conn:
             trial = locked_trial(conn, name, number)
             now = utcnow()
-            expired = trial.state == TrialState.RUNNING and trial.lease_expires_at < now
-            if expired:  # swept here and committed, so the point is offered again at once
-                sweep_expired(conn, trial.study_id, now)
-            elif trial.state == TrialState.RUNNING:
+            # every heartbeat sweeps the study's expired leases (one statement): expired is expired,
+            # whatever the traffic, and their points are offered again at once
+            expired = trial.number in sweep_expired(conn, trial.study_id, now)
+            if not expired and trial.state == TrialState.RUNNING:
                 lease = now + timedelta(seconds=self.settings.lease_seconds)
                 repo.extend_leases(conn, [trial.id], lease)
                 return trial_out({**trial._mapping, "lease_expires_at": lease})
