@@ -64,31 +64,39 @@ def test_the_page_shell_loads_without_a_token_but_its_data_do_not(server: Server
         assert r.status_code == 403 and "may not read study 'secret-1'" in r.json()["detail"], path
 
 
-def test_study_events_stream_a_tell_within_a_second(server: ServerProcess) -> None:
-    create(server.url, "team-live")
-    asked = httpx.post(f"{server.url}/api/v1/studies/team-live/ask", json={"count": 2}, headers=ADM).json()["trials"]
-    series = httpx.get(f"{server.url}/api/v1/studies/team-live/series", headers=TEAM).json()
+def stream_a_tell(server: ServerProcess, study: str, deadline_s: float) -> float:
+    """Open the study's event stream, tell a trial, return how long the tell took to arrive on the stream."""
+    create(server.url, study)
+    asked = httpx.post(f"{server.url}/api/v1/studies/{study}/ask", json={"count": 2}, headers=ADM).json()["trials"]
+    series = httpx.get(f"{server.url}/api/v1/studies/{study}/series", headers=TEAM).json()
     params = {"after": series["last"], "since": series["as_of"]}
     with httpx.stream(
-        "GET", f"{server.url}/api/v1/studies/team-live/events", params=params, headers=TEAM, timeout=10
+        "GET", f"{server.url}/api/v1/studies/{study}/events", params=params, headers=TEAM, timeout=deadline_s
     ) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
-        stream = events(response, time.monotonic() + 8)
+        stream = events(response, time.monotonic() + deadline_s)
         # at once: the trials still open when the series was read, then the policy version and trial count
         (first, opened), (second, _) = next(stream), next(stream)
         assert (first, second, opened["number"]) == ("trials", "study", [1, 2])
         told_at = time.monotonic()
         r = httpx.post(
-            f"{server.url}/api/v1/studies/team-live/trials/{asked[1]['number']}/tell", json={"value": 0.5}, headers=ADM
+            f"{server.url}/api/v1/studies/{study}/trials/{asked[1]['number']}/tell", json={"value": 0.5}, headers=ADM
         )
         assert r.status_code == 200, r.text
         for name, data in stream:
             if name == "trials" and data["state"] == ["complete"]:
                 assert data["number"] == [asked[1]["number"]] and data["value"] == [0.5]
-                assert time.monotonic() - told_at < 1.5
-                break
-        else:
-            pytest.fail("the tell did not arrive on the event stream")
+                return time.monotonic() - told_at
+    pytest.fail("the tell did not arrive on the event stream")
+
+
+def test_study_events_stream_a_tell(server: ServerProcess) -> None:
+    stream_a_tell(server, "team-live", deadline_s=60)  # a generous deadline: a loaded machine is slow, not wrong
+
+
+@pytest.mark.timing
+def test_study_events_stream_a_tell_within_a_second(server: ServerProcess) -> None:
+    assert stream_a_tell(server, "team-live-fast", deadline_s=8) < 1.5
 
 
 def test_studies_events_list_only_what_the_token_may_read(server: ServerProcess) -> None:
@@ -116,7 +124,7 @@ def test_server_stops_promptly_with_an_event_stream_open(tmp_path: Path) -> None
             assert next(lines).startswith("retry:")
             started = time.monotonic()
             server.stop()
-            assert time.monotonic() - started < 5  # not the 15 s kill: the stream ended on the signal
+            assert time.monotonic() - started < 12  # not the 15 s kill: the stream ended on the signal
             assert server.proc.returncode == -signal.SIGTERM  # uvicorn re-raises the signal after a graceful stop
             list(lines)  # the stream ends cleanly
     finally:
