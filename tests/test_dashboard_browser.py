@@ -90,7 +90,7 @@ def test_the_list_shows_a_created_study_and_new_ones_live(server: ServerProcess,
     assert row.locator("a").get_attribute("href") == f"#/study/{name}"
     assert "sobol" in row.inner_text() and "2.5" in row.inner_text()
     api.create(later)  # appears on the open page through the event stream
-    page.locator("[data-testid=studies] tr", has_text=later).wait_for(timeout=5_000)
+    page.locator("[data-testid=studies] tr", has_text=later).wait_for(timeout=30_000)
 
 
 def test_the_study_page_draws_its_charts_and_shows_a_tell(server: ServerProcess, page: Any) -> None:
@@ -156,7 +156,7 @@ def test_with_tokens_the_page_asks_for_one_and_shows_only_readable_studies(page:
         page.goto(f"{server.url}/dashboard/#/study/team-alpha")  # live with the token, too
         page.wait_for_selector("body[data-ready='1'][data-view='study']")
         admin.tell("team-alpha", admin.ask("team-alpha")["number"], 7.0)
-        page.wait_for_function("document.querySelector('[data-testid=n-complete]').textContent === '1'", timeout=3_000)
+        page.wait_for_function("document.querySelector('[data-testid=n-complete]').textContent === '1'", timeout=30_000)
         with page.expect_download() as download:  # the export link sends the token too
             page.get_by_role("link", name="CSV").click()
         csv_text = Path(download.value.path()).read_text()
