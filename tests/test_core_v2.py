@@ -217,3 +217,53 @@ def test_the_per_process_caches_are_bounded() -> None:
     assert cache.get(("study", 49), lambda: b"reloaded") == bytes(30), "the newest stay"
     assert cache.get(("study", 0), lambda: b"reloaded") == b"reloaded", "the oldest went"
     assert cache.get("too big", lambda: bytes(500)) == bytes(500) and "too big" not in cache._items
+
+
+MINUCB_LIGHT = {"num_restarts": 2, "raw_samples": 16, "samples_per_iteration": 2}
+DATA = [([0.2, 0.7], 0.9), ([0.5, 0.5], 0.4), ([0.8, 0.1], 1.3), ([0.3, 0.3], 0.2), ([0.6, 0.9], 1.1)]
+
+
+def planned_points(api, name: str, count: int) -> list[dict]:  # noqa: ANN001
+    r = api.post(f"/api/v1/studies/{name}/ask", json={"count": count})
+    assert r.status_code == 200, r.text
+    return [t["params"] for t in r.json()["trials"]]
+
+
+def minucb_study(api, name: str) -> None:  # noqa: ANN001
+    body = {"name": name, "space": SPACE, "policy": "minucb", "policy_config": MINUCB_LIGHT, "seed": 7}
+    assert api.post("/api/v1/studies", json=body).status_code == 201
+    for (x, y), value in DATA:
+        r = api.post(f"/api/v1/studies/{name}/trials", json={"params": {"x": x, "y": y}, "value": value})
+        assert r.status_code == 201, r.text
+
+
+def test_two_studies_planning_at_once_get_the_points_each_gets_alone(make_client) -> None:
+    # one API process, two policy computations at once (two inline workers), each study its own generator
+    api = make_client(inline_workers=2, suggest_ahead=False)
+    alone, twin_a, twin_b = unique("alone"), unique("twin"), unique("twin")
+    for name in (alone, twin_a, twin_b):
+        minucb_study(api, name)
+    expected = planned_points(api, alone, 3)
+    barrier = threading.Barrier(2)
+
+    def ask_together(name: str) -> list[dict]:
+        barrier.wait(timeout=30)
+        return planned_points(api, name, 3)
+
+    stop = threading.Event()
+
+    def stir_the_global_rng() -> None:  # what another library in the process might do meanwhile
+        k = 0
+        while not stop.is_set() and k < 1_000_000:
+            torch.manual_seed(k)
+            k += 1
+
+    stirrer = threading.Thread(target=stir_the_global_rng, daemon=True)
+    stirrer.start()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            a, b = pool.map(ask_together, (twin_a, twin_b))
+    finally:
+        stop.set()
+        stirrer.join()
+    assert a == expected and b == expected, "bit-identical to the study planned alone"
