@@ -56,7 +56,8 @@ from scipy.sparse.csgraph import shortest_path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 
 from localbo.policies import get_policy  # noqa: E402
-from localbo.policies.base import FiniteSpace, SuggestRequest  # noqa: E402
+from localbo.policies.base import FiniteSpace  # noqa: E402
+from localbo.policies.requests import make_request  # noqa: E402
 
 TASKS = ["gp-se", "himmelblau", "graphs"]
 METHODS = ["chaining-ucb", "ucb", "random"]
@@ -165,7 +166,7 @@ def run_method(task: Task, method: str, run: int, iters: int, device: torch.devi
     generator = torch.Generator().manual_seed(5000 + run)
     asked = torch.randperm(task.f.shape[0], generator=generator)[:N_INIT].tolist()
     noise = NOISE * torch.randn(N_INIT + iters, generator=generator, dtype=torch.float64)
-    state: dict[str, Any] = {}
+    state = cls.State()
     seconds = [0.0] * N_INIT
     for _ in range(iters):
         done = torch.tensor(asked, dtype=torch.long)
@@ -173,9 +174,9 @@ def run_method(task: Task, method: str, run: int, iters: int, device: torch.devi
         space = FiniteSpace(
             candidates, done.to(device), torch.zeros(0, dtype=torch.long, device=device), features=features
         )
-        request = SuggestRequest(
-            candidates.shape[1], candidates[done.to(device)], y.to(device), candidates[:0], 1, state, config,
-            seed=run, device=device, finite=space,
+        request = make_request(
+            cls, candidates[done.to(device)], y.to(device), state=state, config=config, seed=run,
+            rng_seed=len(asked), finite=space, device=device,
         )  # fmt: skip
         started = time.perf_counter()
         suggestion = cls().suggest(request)
@@ -273,21 +274,19 @@ def _timed_suggest(task: Task, method: str, n: int, device: torch.device, timeou
     y = -(task.f[done] + NOISE * torch.randn(n, generator=generator, dtype=torch.float64))
     candidates = task.candidates.to(device)
     space = FiniteSpace(candidates, done.to(device), torch.zeros(0, dtype=torch.long, device=device))
-    request = SuggestRequest(
-        2, candidates[done.to(device)], y.to(device), candidates[:0], 1, {}, config, 0, device, space
-    )
+    request = make_request(cls, candidates[done.to(device)], y.to(device), config=config, finite=space, device=device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     seconds, info = [], {}
     spent = 0.0
     while not seconds or (len(seconds) < 3 and spent < timeout / 3):
         started = time.perf_counter()
-        suggestion = cls().suggest(request)
+        cls().suggest(request)
         if device.type == "cuda":
             torch.cuda.synchronize()
         seconds.append(time.perf_counter() - started)
         spent += seconds[-1]
-        info = {k: v for k, v in suggestion.info.items() if k in ("levels", "cover_sizes", "sigma_min")}
+        info = {}  # (the policy no longer reports its covers' levels: Suggestion.info is gone)
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
     return {"seconds": seconds, "median_s": float(np.median(seconds)), "peak_gpu_gib": peak, **info}
 

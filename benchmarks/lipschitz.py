@@ -124,7 +124,8 @@ def true_lipschitz(objective: str) -> float:
 def timing(grid: tuple[tuple[int, int], ...], repeats: int) -> list[dict[str, Any]]:
     """Seconds per suggest (an acquisition point, GP refit warm-started) of each policy at (n, d)."""
     import torch
-    from localbo.policies import SuggestRequest, get_policy, gp
+    from localbo.policies import get_policy, gp
+    from localbo.policies.requests import make_request
 
     rows = []
     for n, d in grid:
@@ -134,22 +135,13 @@ def timing(grid: tuple[tuple[int, int], ...], repeats: int) -> list[dict[str, An
         hypers = gp.to_state(gp.fit_model(X, y, "matern52"))
         for name in TIMING_POLICIES:
             cls = get_policy(name)
-            request = SuggestRequest(
-                dim=d,
-                X=X,
-                y=y,
-                X_pending=torch.empty(0, d, dtype=torch.float64),
-                count=1,
-                state={"hypers": hypers},
-                config=cls.Config(),
-                seed=1,
-            )
+            request = make_request(cls, X, y, state={"hypers": hypers}, seed=1)
             times = []
             for _ in range(repeats):
                 start = time.perf_counter()
                 suggestion = cls().suggest(request)
                 times.append(time.perf_counter() - start)
-            how = suggestion.info["points"][0]["how"]
+            how = suggestion.state.points[0].how
             load = os.getloadavg()[0]
             rows.append(
                 {"policy": name, "n": n, "d": d, "median_s": statistics.median(times), "how": how, "load": load}
@@ -163,23 +155,26 @@ def acceptance(objective: str, method: str, evals: int, seed: int = 0) -> dict[s
     import json
 
     import torch
-    from localbo.policies import SuggestRequest, get_policy
+    from localbo.policies import get_policy
+    from localbo.policies.requests import make_request
 
     spec = spec_for(objective, method, seed, evals, 0.0)
     obj = get_objective(objective)
     cls = get_policy(spec.policy_name)
     config = cls.Config.model_validate(spec.policy_config or {})
-    X, y, state, fractions = torch.empty(0, obj.dim, dtype=torch.float64), torch.empty(0, dtype=torch.float64), {}, []
+    X, y, fractions = torch.empty(0, obj.dim, dtype=torch.float64), torch.empty(0, dtype=torch.float64), []
+    state = cls.State()
     suggestion = None
     while X.shape[0] < evals:
-        request = SuggestRequest(obj.dim, X, y, torch.empty(0, obj.dim, dtype=torch.float64), 1, state, config, seed)
+        request = make_request(cls, X, y, state=state, config=config, seed=seed, rng_seed=X.shape[0])
         suggestion = cls().suggest(request)
-        state = json.loads(json.dumps(suggestion.state))
-        point = suggestion.info["points"][0]
-        if point["how"] in ("acquisition", "fallback"):
-            fractions.append(point.get("accepted", 0.0))
+        state, _ = cls.load_state(json.loads(json.dumps(cls.dump_state(suggestion.state))))  # as stored
+        point = suggestion.state.points[0]
+        if point.how in ("acquisition", "fallback"):
+            fractions.append(point.accepted or 0.0)
         X, y = torch.cat([X, suggestion.X[:1]]), torch.cat([y, obj(obj.to_user(suggestion.X[:1]))])
-    L = (suggestion.state.get("lipschitz") or {}).get("L") if suggestion else None
+    lipschitz = suggestion.state.lipschitz if suggestion else None
+    L = lipschitz.L if lipschitz is not None else None
     row = {"objective": objective, "method": method, "evals": evals, "L_final": L, "L_true": true_lipschitz(objective)}
     row |= {"accepted_min": min(fractions, default=1.0), "accepted_mean": statistics.fmean(fractions or [1.0])}
     progress(f"acceptance {objective} {method}: min {row['accepted_min']:.3f}, L {L}")

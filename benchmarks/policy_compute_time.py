@@ -34,12 +34,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from localbo.policies import SuggestRequest, get_policy, gp
+from localbo.policies import get_policy, gp
 from localbo.policies import gibo as gibo_module
 from localbo.policies import la_minucb as la_module
 from localbo.policies import local as local_module
 from localbo.policies import minucb as minucb_module
 from localbo.policies import mpd as mpd_module
+from localbo.policies.requests import make_request
 
 # The functions timed as the parts of a suggest: (module, attribute, part).
 PARTS = [
@@ -97,30 +98,19 @@ def time_suggest(
     window = n_max or 5 * d
     batch = cls().resamples(config) + (config.samples_per_iteration or d)
     x_t = X[n - batch]  # the iterate the last batch was built around
-    hypers = gp.to_state(gp.fit_model(X[: n - batch], y[: n - batch], n_max=window)) if warm else {}
+    hypers = gp.to_state(gp.fit_model(X[: n - batch], y[: n - batch], n_max=window)) if warm else None
     state = {"t": 5, "x_t": x_t.tolist(), "phase": "batch", "n_start": n - batch, "batch": batch, "extra": 0}
-    empty = torch.empty(0, d, dtype=torch.float64)
-    request = SuggestRequest(
-        dim=d,
-        X=X,
-        y=y,
-        X_pending=empty,
-        count=1,
-        state={**state, "hypers": hypers},
-        config=config,
-        seed=1,
-        device=torch.device(device),
-    )
+    request = make_request(cls, X, y, state={**state, "hypers": hypers}, config=config, seed=1, device=device)
     parts: dict[str, float] = {}
     with timed_parts(parts):
         start, cpu_start = time.perf_counter(), time.process_time()
         out = cls().suggest(request)
         synchronize(device)
         total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    assert out.info["event"] == "step" and out.X.shape[0] >= 1
-    top_up = SuggestRequest(**{**request.__dict__, "state": out.state, "X_pending": out.X[-1:]})
+    assert out.state.t == 6 and out.state.phase == "batch" and out.X.shape[0] >= 1  # a step
+    top_up = make_request(cls, X, y, pending=out.X[-1:], state=out.state, config=config, seed=1, device=device)
     start = time.perf_counter()
-    assert cls().suggest(top_up).info["event"] == "top-up"
+    assert cls().suggest(top_up).state.phase == "top-up"
     synchronize(device)
     return {"total": total, "cpu": cpu, **parts, "top_up": time.perf_counter() - start, "gp_points": min(window, n)}
 

@@ -27,6 +27,7 @@ from harness.objectives import (  # noqa: E402
 )
 from harness.runners import RunSpec, run  # noqa: E402
 from localbo.policies import Policy, PolicyConfig, Suggestion, SuggestRequest, register  # noqa: E402
+from localbo.policies.base import PolicyState, state_as  # noqa: E402
 
 SMOKE_OBJECTIVES = {"branin", "gp25"}
 SMOKE_RUNS = {("random", "direct"), ("random", "http"), ("sobol", "direct"), ("sobol", "http"), ("tpe", "optuna")}
@@ -139,24 +140,30 @@ class _ToyConfig(PolicyConfig):
     fail_at_n: int = -1  # raise when the study has this many completed points, to exercise the fallback
 
 
+class _ToyState(PolicyState):
+    x_t: list[float] | None = None
+    calls: int | None = None
+
+
 @register
 class _ToyIncumbent(Policy):
     """Moves an incumbent x_t half-way to the best point so far; plans x_t and two points beside it."""
 
     name = "_harness-toy"
     Config = _ToyConfig
+    State = _ToyState
     calls: ClassVar[list[SuggestRequest]] = []
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         type(self).calls.append(request)
         if len(request.X) == request.config.fail_at_n:  # type: ignore[attr-defined]
             raise RuntimeError("toy failure")
-        x = torch.tensor(request.state.get("x_t", [0.5] * request.dim), dtype=torch.float64)
+        state = state_as(request.state, _ToyState)
+        x = torch.tensor(state.x_t or [0.5] * request.dim, dtype=torch.float64)
         if len(request.y):
             x = 0.5 * (x + request.X[int(torch.argmin(request.y))])
         X = torch.stack([x, (x + 0.05).clamp(0, 1), (x - 0.05).clamp(0, 1)])
-        calls = int(request.state.get("calls", 0)) + 1
-        return Suggestion(X=X, state={"x_t": x.tolist(), "calls": calls}, info={"calls": calls})
+        return Suggestion(X=X, state=_ToyState(x_t=x.tolist(), calls=(state.calls or 0) + 1))
 
 
 def test_direct_runner_queues_plans_records_the_policy_incumbent_and_falls_back() -> None:
@@ -167,13 +174,13 @@ def test_direct_runner_queues_plans_records_the_policy_incumbent_and_falls_back(
     # with the data so far and the state it returned last time.
     calls = _ToyIncumbent.calls
     assert [len(r.X) for r in calls] == [0, 3, 6]
-    assert [r.state.get("calls") for r in calls] == [None, 1, 2]
+    assert [r.state.calls for r in calls] == [None, 1, 2]
     assert all(len(r.X_pending) == 0 and r.count == 1 for r in calls)
     branin = get_objective("branin")
     for r in calls[1:]:
         assert r.y.tolist() == pytest.approx([row["y"] for row in result.rows[: len(r.y)]])
     assert torch.equal(calls[2].X[:3], calls[1].X)
-    x_t = torch.tensor(calls[1].state["x_t"], dtype=torch.float64)
+    x_t = torch.tensor(calls[1].state.x_t, dtype=torch.float64)
     assert result.rows[0]["incumbent"] == pytest.approx(float(branin(branin.to_user(x_t))[0]))
     for block in range(3):  # each plan's first point is its x_t: f there is the incumbent's value
         rows = result.rows[3 * block : 3 * block + 3]
@@ -186,7 +193,7 @@ def test_direct_runner_queues_plans_records_the_policy_incumbent_and_falls_back(
     failed = run(RunSpec("branin", "_harness-toy", "direct", seed=0, evals=5, policy_config={"fail_at_n": 3}))
     assert [r["source"] for r in failed.rows] == ["_harness-toy"] * 3 + ["fallback", "_harness-toy"]
     assert len(failed.errors) == 1 and "toy failure" in failed.errors[0]
-    assert _ToyIncumbent.calls[-1].state["calls"] == 1  # the failed call's state was not kept (there was none)
+    assert _ToyIncumbent.calls[-1].state.calls == 1  # the failed call's state was not kept (there was none)
 
 
 # -- merging result folders -----------------------------------------------------------------------

@@ -225,7 +225,7 @@ def write_report(out: Path, name: str, meta: dict[str, Any], estimate_optimum: b
         "",
         "`best` = the lowest noise-free value among the evaluated points after the last evaluation; "
         "`incumbent` = the noise-free value at the policy's incumbent x_t after the last evaluation "
-        "(from its `Suggestion.info` / state; `incumbent from = best` means the policy exposes none and "
+        "(from its stored state; `incumbent from = best` means the policy exposes none and "
         "the best evaluated point stands in); `gap` = best - f* of the run's instance. "
         "Mean ± std over seeds; wall time = one run, setup to last tell.",
         "",

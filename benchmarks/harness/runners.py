@@ -3,9 +3,9 @@
 Three ways to run a method (``RunSpec.runner``):
 
 - ``direct``: a localbo policy through the policy API (``localbo.policies``), emulating the
-  engine (``service/localbo/engine.py``): a plan queue refilled by ``suggest`` only when it runs
+  planner (``service/localbo/planning/``): a plan queue refilled by ``suggest`` only when it runs
   short (extra rows are queued), ``X_pending`` = the planned points not yet evaluated, the points
-  clamped to ``[0, 1]^d``, the state stored as JSON between calls, ``PolicyRetry`` retried once,
+  clamped to ``[0, 1]^d``, the state stored as JSON between calls (``Policy.dump_state``/``load_state``),
   any other failure answered with the engine's fallback points (counted in ``errors``), and the
   objective's direction converted to minimisation. Evaluation is sequential (ask 1, tell 1).
 - ``http``: the same policy end to end: a study on a running server (``RunSpec.url``), created
@@ -17,7 +17,7 @@ Three ways to run a method (``RunSpec.runner``):
 
 Each evaluation gives one row (``COLUMNS``): the noisy value told, the noise-free value at the
 point, the best noise-free value so far, and the noise-free value at the policy's incumbent: where
-the latest ``Suggestion.info`` or state holds an incumbent (``INCUMBENT_KEYS``, a list in
+the latest stored state holds an incumbent (``INCUMBENT_KEYS``, a list in
 ``[0, 1]^d``), ``f(x_t)`` is recorded with ``incumbent_from = "policy"``; otherwise the incumbent is
 the best evaluated point (``incumbent = best_so_far``, ``incumbent_from = "best"``). The HTTP API
 does not expose the policy state, so ``http`` runs record ``"best"``.
@@ -64,7 +64,6 @@ COLUMNS = [
 OPTUNA_METHODS = ("tpe", "gpsampler", "optuna-random")
 INCUMBENT_KEYS = ("incumbent", "x_t", "x_incumbent", "xt")
 FALLBACK = "fallback"
-FALLBACK_SEED_STRIDE = 7919  # as the engine: seed + 7919 * (state version + 1)
 
 Progress = Callable[[int], None]
 
@@ -217,7 +216,10 @@ def run(spec: RunSpec, progress: Progress | None = None) -> RunResult:
 
 
 def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
-    from localbo.policies import PolicyRetry, SuggestRequest, get_policy
+    from localbo.planning.fallback import mixed_seed
+    from localbo.planning.runner import FAILURE_SALT, RNG_SALT
+    from localbo.policies import get_policy
+    from localbo.policies.requests import make_request
 
     cls = get_policy(spec.policy_name)
     config = cls.Config.model_validate(spec.policy_config or {})
@@ -228,7 +230,7 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
     queue: deque[tuple[Tensor, str]] = deque()
     X_done: list[Tensor] = []
     y_done: list[float] = []  # minimisation form, as the engine hands them to the policy
-    state: dict[str, Any] = {}
+    stored: dict[str, Any] = {}  # the state as the engine stores it: {"schema", "data"}
     incumbent: Tensor | None = None
     version = 0  # the engine's policy_state_version: one per stored plan
     errors: list[str] = []
@@ -240,34 +242,33 @@ def run_direct(spec: RunSpec, objective: Objective, progress: Progress | None = 
         if spec.out_of_time():
             break  # a cut run: len(rows) < spec.evals says so
         if not queue:
-            request = SuggestRequest(
-                dim=d,
-                X=stack(X_done),
-                y=torch.tensor(y_done, dtype=DTYPE),
-                X_pending=stack([x for x, _ in queue]),  # planned, not yet evaluated (none in sequential use)
-                count=1,
+            state, _ = cls.load_state(stored or None)
+            request = make_request(
+                cls,
+                stack(X_done),
+                torch.tensor(y_done, dtype=DTYPE),
+                pending=stack([x for x, _ in queue]),  # planned, not yet evaluated (none in sequential use)
                 state=state,
                 config=config,
                 seed=spec.seed,
-                device=torch.device(spec.device),
+                rng_seed=mixed_seed(spec.seed, RNG_SALT, version),  # as the engine seeds the request's generator
+                device=spec.device,
             )
             try:
-                try:
-                    suggestion = cls().suggest(request)
-                except PolicyRetry:
-                    suggestion = cls().suggest(request)
+                suggestion = cls().suggest(request)
                 X = suggestion.X.detach().to("cpu", DTYPE)
                 if X.ndim != 2 or X.shape[1] != d or X.shape[0] < 1 or not bool(torch.isfinite(X).all()):
                     raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= 1 x {d}, finite")
-                new_state = json.loads(json.dumps(suggestion.state))  # stored as JSON by the engine
-                found = find_incumbent(d, suggestion.info, new_state)
+                new_stored = json.loads(json.dumps(cls.dump_state(suggestion.state)))  # stored as JSON by the engine
+                found = find_incumbent(d, new_stored["data"])
                 incumbent = found if found is not None else incumbent
                 queue.extend((x, cls.name) for x in X.clamp(0.0, 1.0))
-                state = new_state
-            except Exception as exc:  # the engine's fallback: seeded uniform points, the state kept
+                stored = new_stored
+            except Exception as exc:  # the engine's fallback: seeded uniform points in the fallback box, state kept
                 errors.append(f"eval {len(rec.rows) + 1}: {type(exc).__name__}: {exc}")
-                generator = torch.Generator().manual_seed(spec.seed + FALLBACK_SEED_STRIDE * (version + 1))
-                queue.append((torch.rand(1, d, generator=generator, dtype=DTYPE)[0], FALLBACK))
+                generator = torch.Generator().manual_seed(mixed_seed(spec.seed, FAILURE_SALT, version))
+                lo, hi = (torch.tensor(v, dtype=DTYPE) for v in cls.fallback_box(state, config, d))
+                queue.append((lo + torch.rand(1, d, generator=generator, dtype=DTYPE)[0] * (hi - lo), FALLBACK))
             version += 1
         x, source = queue.popleft()
         y, f = rec.evaluate(objective.to_user(x))

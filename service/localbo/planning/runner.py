@@ -26,7 +26,8 @@ from localbo.storage.repository import PlanPoint
 from localbo.workers import Executor
 
 log = logging.getLogger("localbo.planning")
-FAILURE_SALT = 7919
+FAILURE_SALT = 7919  # seeds the fallback points of a failed computation
+RNG_SALT = 104_723  # seeds the request's generator
 
 
 @dataclass
@@ -49,7 +50,7 @@ def policy_state(cls: type[Policy], study: Row) -> tuple[PolicyState, str | None
 
 def rng_seed(study: Row) -> int:
     """Seeds the request's generator: the study's seed and how many plans it stored before."""
-    return mixed_seed(study.seed, 104_723, study.policy_state_version)
+    return mixed_seed(study.seed, RNG_SALT, study.policy_state_version)
 
 
 class PolicyRunner:
