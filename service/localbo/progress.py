@@ -18,6 +18,7 @@ from sqlalchemy.engine import Row
 
 from localbo.errors import NotFound
 from localbo.finite_space import is_finite_spec
+from localbo.storage import feed
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 
@@ -48,7 +49,7 @@ def series(db: Engine, name: str, after: int = 0) -> str:
         study = repo.get_study(conn, name)
         if study is None:
             raise NotFound(f"study {name!r} not found")
-        columns = repo.series_columns(conn, study.id, after=after)
+        columns = feed.series_columns(conn, study.id, after=after)
     head = {
         "study": study.name,
         "direction": study.direction,
@@ -70,7 +71,7 @@ class Feed:
         self.cursor = after
         self.since = since - CLOCK_SLACK if since is not None else None
         with db.begin() as conn:
-            self.open = {n: "running" for n in repo.open_trial_numbers(conn, study.id, after)}
+            self.open = {n: "running" for n in feed.open_trial_numbers(conn, study.id, after)}
         self.study_key: tuple[Any, ...] | None = None
 
     def poll(self) -> list[tuple[str, str]]:
@@ -84,7 +85,7 @@ class Feed:
             first, since = self.since is not None, self.since
             self.since = None
             if study.trial_count > self.cursor or self.open or first:
-                rows = repo.trial_states(
+                rows = feed.trial_states(
                     conn, study.id, after=self.cursor, numbers=sorted(self.open), completed_since=since
                 )
                 changed = [n for n, state in rows if first or n > self.cursor or self.open.get(n) != state]
@@ -95,7 +96,7 @@ class Feed:
                         self.open.pop(n, None)
                 if changed:
                     self.cursor = max(self.cursor, changed[-1])
-                    columns = repo.series_columns(conn, study.id, after=None, numbers=changed)
+                    columns = feed.series_columns(conn, study.id, after=None, numbers=changed)
                     events.append(("trials", columns_json(columns, as_of=now.isoformat())))
         key = (study.policy_state_version, study.last_policy_error, study.trial_count)
         if key != self.study_key:
@@ -118,7 +119,7 @@ class StudiesFeed:
 
     def poll(self) -> list[tuple[str, str]]:
         with self.service.db.begin() as conn:
-            marks = repo.summary_marks(conn)  # a few ms where the summaries scan every trial
+            marks = feed.summary_marks(conn)  # a few ms where the summaries scan every trial
         if marks == self.marks:
             return []
         self.marks = marks
