@@ -35,12 +35,12 @@ FINITE = {
 
 @register
 class SleepingPolicy(Policy):
-    """Computes for longer than any test's policy timeout (bounded: it wakes after 20 s)."""
+    """Computes for longer than any test's policy timeout (bounded: it wakes after 8 s)."""
 
     name = "test-sleeping"
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
-        time.sleep(20)
+        time.sleep(8)
         return Suggestion(X=torch.full((request.count, request.dim), 0.5, dtype=torch.float64), state=request.state)
 
 

@@ -4,6 +4,7 @@ and the policy's view (its state, what it displays, its plan queue)."""
 from __future__ import annotations
 
 import secrets
+import logging
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,6 +22,8 @@ from localbo.space import SearchSpace, SpaceError
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
+
+log = logging.getLogger("localbo.studies")
 
 
 def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: str = "continuous") -> dict[str, Any]:
@@ -140,7 +143,13 @@ class Studies:
         saved = study.policy_state or {}
         cls = get_policy(study.policy)
         state, _ = policy_state(cls, study)
-        display = cls.display(state, cls.Config.model_validate(study.policy_config), int(summary.get("complete") or 0))
+        try:
+            display = cls.display(
+                state, cls.Config.model_validate(study.policy_config), int(summary.get("complete") or 0)
+            )
+        except Exception:  # a picture is not worth a 500: the view goes on without it
+            log.exception("study %s: the %s policy's display failed", name, cls.name)
+            display = None
         return {
             "policy": study.policy,
             "policy_state_version": study.policy_state_version,
