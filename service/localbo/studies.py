@@ -3,8 +3,8 @@ and the policy's view (its state, what it displays, its plan queue)."""
 
 from __future__ import annotations
 
-import secrets
 import logging
+import secrets
 from typing import Any
 
 from pydantic import ValidationError
