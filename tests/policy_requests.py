@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
 from localbo.policies import FiniteSpace, Policy, PolicyConfig, PolicyState, SpaceStructure, SuggestRequest, get_policy
 
 

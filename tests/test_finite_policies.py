@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import pytest
 import torch
 from localbo.policies import get_policy, registry
-from localbo.policies.base import FiniteSpace, PolicyConfigError, SuggestRequest
+from localbo.policies.base import FiniteSpace, PolicyConfigError, PolicyState
 from localbo.policies.covers import chaining_bonus, greedy_cover
 from localbo.policies.finite_gp import FinitePosterior, Hypers
+from policy_requests import make_request
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -102,20 +104,18 @@ def run(policy: str, config: dict, candidates: torch.Tensor, steps: int, count: 
     cls = get_policy(policy)
     parsed = cls.Config.model_validate(config)
     asked: list[int] = []
-    state: dict = {}
+    state: PolicyState | None = None
     f = torch.sin(5 * candidates[:, 0]) + candidates[:, 1]
     for _ in range(steps):
         done = torch.tensor(asked, dtype=torch.long)
         space = FiniteSpace(candidates, done, torch.zeros(0, dtype=torch.long), **space_kw)
-        request = SuggestRequest(
-            candidates.shape[1], candidates[done], f[done], torch.zeros(0, 2, dtype=torch.float64), count, state,
-            parsed, seed=3, finite=space,
-        )  # fmt: skip
+        request = make_request(cls, candidates[done], f[done], count=count, state=state, config=parsed, seed=3,
+                               dim=candidates.shape[1], finite=space)  # fmt: skip
         suggestion = cls().suggest(request)
         assert suggestion.index is not None and suggestion.index.numel() >= count
         assert torch.equal(suggestion.X, candidates[suggestion.index])
         asked += suggestion.index[:count].tolist()
-        state = suggestion.state
+        state = cls.load_state(json.loads(json.dumps(cls.dump_state(suggestion.state))))[0]  # as stored
     return asked
 
 
@@ -141,7 +141,9 @@ def test_pending_candidates_are_not_suggested_and_a_batch_holds_distinct_candida
     pending = torch.tensor([5, 6, 7])
     space = FiniteSpace(candidates, done, pending)
     y = candidates[done, 0]
-    request = SuggestRequest(2, candidates[done], y, candidates[pending], 4, {}, cls.Config(n_init=2), 0, finite=space)
+    request = make_request(
+        cls, candidates[done], y, pending=candidates[pending], count=4, config={"n_init": 2}, finite=space
+    )
     index = cls().suggest(request).index
     assert index is not None and len(set(index.tolist())) == 4
     assert not set(index.tolist()) & set(range(8))
@@ -173,6 +175,28 @@ def test_continuous_only_policies_refuse_a_finite_space_and_name_the_ones_that_r
             get_policy(name).check_space("finite")
     with pytest.raises(PolicyConfigError):
         get_policy("chaining-ucb").check_space("continuous")
+
+
+def test_a_key_that_only_applies_to_the_other_kind_of_space_is_refused() -> None:
+    ucb = get_policy("ucb")
+    for key, value in (("lengthscale", 0.1), ("noise_std", 0.1), ("outputscale", 1.0), ("delta", 0.1)):
+        config = ucb.Config.model_validate({key: value})
+        ucb.check_space("finite", config)
+        with pytest.raises(PolicyConfigError, match="only applies to finite search spaces") as info:
+            ucb.check_space("continuous", config)
+        assert info.value.field == f"policy_config.{key}"
+        with pytest.raises(PolicyConfigError, match="only applies to finite"):
+            ucb.check_space("categorical", config)
+    for key, value in (("candidates", 64), ("restarts", 2), ("random_every", 0), ("liar", "min")):
+        config = ucb.Config.model_validate({key: value})
+        ucb.check_space("continuous", config)
+        with pytest.raises(PolicyConfigError, match="only applies to continuous and categorical") as info:
+            ucb.check_space("finite", config)
+        assert info.value.field == f"policy_config.{key}"
+    both = ucb.Config.model_validate({"beta": 2.0, "kernel": "rbf", "n_init": 4})  # keys of every kind of space
+    for kind in ("continuous", "categorical", "finite"):
+        ucb.check_space(kind, both)
+        ucb.check_space(kind, ucb.Config())  # defaults are never refused, only keys the study set
 
 
 @pytest.mark.parametrize("n_obs", [8, 40])

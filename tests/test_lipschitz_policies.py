@@ -5,16 +5,16 @@ Pure: no server, no database. Small seeded problems; the numbers checked are exa
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 import torch
 from botorch.acquisition.analytic import ExpectedImprovement, ProbabilityOfImprovement
-from localbo.policies import SuggestRequest, get_policy, gp
-from localbo.policies.global_bo import Context, mean_sigma
+from localbo.policies import Suggestion, SuggestRequest, get_policy, gp
+from localbo.policies.global_bo import Context, GlobalState, mean_sigma
 from localbo.policies.lipschitz import LipschitzBounds, estimate, slope_lower_bound
 from localbo.policies.truncated import accepted, truncated_ei, truncated_pi
+from policy_requests import make_request
 from scipy.integrate import quad
 from scipy.stats import norm
 
@@ -30,11 +30,12 @@ def data(n: int, d: int = 2, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]
 
 
 def request(policy: str, X: torch.Tensor, y: torch.Tensor, **kw: object) -> SuggestRequest:
-    cls = get_policy(policy)
-    d = X.shape[1]
-    args = {"X_pending": torch.empty(0, d, dtype=torch.float64), "count": 1, "state": {}, "seed": 3, **kw}
-    config = cls.Config.model_validate(args.pop("config", {}))
-    return SuggestRequest(dim=d, X=X, y=y, config=config, **args)  # type: ignore[arg-type]
+    return make_request(policy, X, y, **{"seed": 3, **kw})  # type: ignore[arg-type]
+
+
+def state_of(suggestion: Suggestion) -> GlobalState:
+    assert isinstance(suggestion.state, GlobalState)
+    return suggestion.state
 
 
 def brute_bounds(Xc: torch.Tensor, X: torch.Tensor, y: torch.Tensor, L: float) -> tuple[list[float], list[float]]:
@@ -117,7 +118,8 @@ def test_accept_reject_rejects_exactly_the_points_outside_the_bounds() -> None:
     model = gp.fit_model(X, y, "matern52")
     cls = get_policy("ar-ucb")
     config = cls.Config(beta=4.0)
-    score = cls().acquisition(Context(model, float(y.min()), 20, 10, 2, bounds), config)(Xc)
+    ctx = Context(model, float(y.min()), 20, 10, 2, bounds, torch.Generator().manual_seed(0))
+    score = cls().acquisition(ctx, config)(Xc)
     mean, sigma = mean_sigma(model, Xc)
     lcb = (mean - 2.0 * sigma).detach()
     inside = (lcb >= f_l) & (lcb <= f_u)
@@ -149,10 +151,12 @@ def test_the_protocol_sobol_first_then_every_fourth_point_random_and_lipschitz_c
     seen = []
     for _ in range(10):  # d + 1 = 3 initial points, then every 4th index random
         suggestion = cls().suggest(request(policy, X, y))
-        x, point = suggestion.X[0], suggestion.info["points"][0]
-        seen.append(point["how"])
-        if point["how"] == "random":
-            lower, _ = LipschitzBounds(X, y, suggestion.state["lipschitz"]["L"])(x.unsqueeze(0))
+        state = state_of(suggestion)
+        x, point = suggestion.X[0], state.points[0]
+        seen.append(point.how)
+        if point.how == "random":
+            assert state.lipschitz is not None and state.lipschitz.L is not None
+            lower, _ = LipschitzBounds(X, y, state.lipschitz.L)(x.unsqueeze(0))
             assert float(lower) <= float(y.min())  # could still improve
         X = torch.cat([X, x.unsqueeze(0)])
         y = torch.cat([y, data(1, seed=len(y))[1]])
@@ -166,17 +170,17 @@ def test_every_policy_plans_distinct_in_cube_points_for_parallel_evaluators(poli
     X, y = data(9)
     pending = torch.tensor([[0.31, 0.29]], dtype=torch.float64)  # near the minimum: the obvious next point
     config = {"random_every": 0, "candidates": 256, "local_candidates": 64, "restarts": 2}
-    suggestion = get_policy(policy)().suggest(request(policy, X, y, X_pending=pending, count=3, config=config))
+    suggestion = get_policy(policy)().suggest(request(policy, X, y, pending=pending, count=3, config=config))
     Z = suggestion.X
     assert Z.shape == (3, 2) and bool(((Z >= 0) & (Z <= 1)).all())
-    assert [p["how"] for p in suggestion.info["points"]] == ["acquisition"] * 3
+    state = state_of(suggestion)
+    assert [p.how for p in state.points] == ["acquisition"] * 3
     everything = torch.cat([Z, pending, X])
     gaps = torch.cdist(everything, everything) + torch.eye(len(everything), dtype=torch.float64)
     assert float(gaps[:3].min()) > 1e-4, "two points of the plan coincide"
-    json.dumps(suggestion.state), json.dumps(suggestion.info)
     if policy in LBO:
-        assert suggestion.state["lipschitz"]["L"] > 0
-    again = get_policy(policy)().suggest(request(policy, X, y, X_pending=pending, count=3, config=config))
+        assert state.lipschitz is not None and state.lipschitz.L is not None and state.lipschitz.L > 0
+    again = get_policy(policy)().suggest(request(policy, X, y, pending=pending, count=3, config=config))
     assert torch.equal(again.X, Z)  # seeded: the same request, the same points
 
 
@@ -186,7 +190,7 @@ def test_a_known_lipschitz_constant_is_used_as_is_and_bad_configs_are_refused() 
 
     X, y = data(6)
     suggestion = get_policy("ar-ucb")().suggest(request("ar-ucb", X, y, config={"lipschitz_constant": 7.5}))
-    assert suggestion.state["lipschitz"] == {
+    assert state_of(suggestion).model_dump()["lipschitz"] == {
         "L": 7.5,
         "L_lb": pytest.approx(slope_lower_bound(X, y)),
         "t": 6,
@@ -206,17 +210,19 @@ def test_a_known_lipschitz_constant_is_used_as_is_and_bad_configs_are_refused() 
 
 def test_thompson_paths_of_both_samplers_scatter_around_the_posterior_in_the_units_of_y() -> None:
     from botorch.sampling.pathwise import draw_matheron_paths
-    from localbo.policies.ts import weight_space_path
+    from localbo.policies.ts import pathwise_path, weight_space_path
 
     X, y = data(12)
     model = gp.fit_model(X, y, "matern52")
     Xt = torch.rand(40, 2, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
     mean, sigma = (v.detach() for v in mean_sigma(model, Xt))
-    torch.manual_seed(0)
+    torch.manual_seed(0)  # for BoTorch's own sampler, the reference; ours draw from explicit generators
     draws = 300
+    g = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        pathwise = draw_matheron_paths(model, sample_shape=torch.Size([draws]))(Xt).reshape(draws, -1)
-        weight_space = torch.stack([weight_space_path(model, 300)(Xt) for _ in range(draws)])
-    for paths in (pathwise, weight_space):  # the mean within ~7.5 standard errors, the spread within 25 %
+        botorch_paths = draw_matheron_paths(model, sample_shape=torch.Size([draws]))(Xt).reshape(draws, -1)
+        pathwise = torch.stack([pathwise_path(model, g)(Xt) for _ in range(draws)])
+        weight_space = torch.stack([weight_space_path(model, 300, g)(Xt) for _ in range(draws)])
+    for paths in (botorch_paths, pathwise, weight_space):  # the mean within ~7.5 standard errors, the spread 25 %
         assert float(((paths.mean(0) - mean).abs() / sigma).max()) < 7.5 / draws**0.5
         assert 0.75 < float(paths.std(0).mean() / sigma.mean()) < 1.25

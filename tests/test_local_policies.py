@@ -7,14 +7,18 @@ running trial is told next. Failed trials would simply never be told.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import torch
-from localbo.policies import PolicyConfigError, SuggestRequest, get_policy, gp
+from localbo.policies import PolicyConfigError, Suggestion, SuggestRequest, get_policy, gp
+from localbo.policies.exploration import local_box
+from localbo.policies.local import LocalState, _seed
 from localbo.policies.minucb import minucb_step, ucb
+from policy_requests import make_request
 from pydantic import ValidationError
 
 NOISE = 0.01
@@ -27,7 +31,14 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 class Run:
     calls: list[tuple[SuggestRequest, Any]] = field(default_factory=list)  # (request, suggestion)
     X: torch.Tensor | None = None
-    state: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)  # the state's data, as the database stores it
+
+
+def event(suggestion: Suggestion) -> str:
+    """What a local policy's call did: start, step, retry (its iterate's path entry) or top-up."""
+    state = suggestion.state
+    assert isinstance(state, LocalState)
+    return "top-up" if state.phase == "top-up" else str(state.path[-1].info["event"])
 
 
 def drive(
@@ -53,14 +64,13 @@ def drive(
         if asked < budget and len(running) < workers:
             if not plan:
                 pending = torch.stack(running) if running else torch.empty(0, d, dtype=torch.float64)
-                request = SuggestRequest(
-                    dim=d, X=X, y=y, X_pending=pending, count=1, state=run.state, config=cfg, seed=seed
-                )
+                request = make_request(cls, X, y, pending=pending, state=run.state, config=cfg, seed=seed, dim=d)
                 suggestion = cls().suggest(request)
                 assert suggestion.X.shape[0] >= 1 and suggestion.X.shape[1] == d
                 assert ((suggestion.X >= 0) & (suggestion.X <= 1)).all(), "a point outside the unit cube"
                 run.calls.append((request, suggestion))
-                run.state = json.loads(json.dumps(suggestion.state))  # as the database stores it
+                stored = json.loads(json.dumps(cls.dump_state(suggestion.state)))  # as the database stores it
+                run.state = stored["data"]
                 plan.extend(suggestion.X.unbind(0))
                 if stop_after_calls is not None and len(run.calls) >= stop_after_calls:
                     break
@@ -89,14 +99,8 @@ def test_closes_ninety_percent_of_the_gap_on_a_noisy_10d_quadratic_in_200_evalua
     x0 = torch.full((d,), 0.5, dtype=torch.float64)
     x_final = torch.tensor(run.state["x_t"], dtype=torch.float64)
     assert float(f(x_final)) <= 0.1 * float(f(x0)), f"f(x_t) = {float(f(x_final)):.4f} from {float(f(x0)):.4f}"
-    events = [s.info["event"] for _, s in run.calls]
+    events = [event(s) for _, s in run.calls]
     assert events[0] == "start" and "step" in events and "top-up" in events  # two workers outrun the batch
-    for _, s in run.calls:
-        json.dumps(s.state)
-        json.dumps(s.info)
-    if policy == "minucb":
-        steps = [s.info for _, s in run.calls if s.info["event"] == "step"]
-        assert all(info["ucb_next"] <= info["ucb_t"] for info in steps)
 
 
 @pytest.mark.parametrize("policy", ["minucb", "gibo", "la-minucb", "mpd"])
@@ -104,23 +108,18 @@ def test_a_policy_rebuilt_from_the_stored_state_continues_identically(policy: st
     d = 3
     f, _ = quadratic(d)
     run = drive(policy, f, d, 24, workers=3, seed=5)
-    assert {s.info["event"] for _, s in run.calls} >= {"start", "step", "top-up"}
+    cls = get_policy(policy)
+    assert {event(s) for _, s in run.calls} >= {"start", "step", "top-up"}
     for request, suggestion in run.calls:
-        stored = json.loads(json.dumps(request.state))
-        again = get_policy(policy)().suggest(
-            SuggestRequest(
-                dim=d,
-                X=request.X.clone(),
-                y=request.y.clone(),
-                X_pending=request.X_pending.clone(),
-                count=request.count,
-                state=stored,
-                config=request.config,
-                seed=request.seed,
+        stored, note = cls.load_state(json.loads(json.dumps(cls.dump_state(request.state))))
+        assert note is None
+        again = cls().suggest(
+            dataclasses.replace(
+                request, X=request.X.clone(), y=request.y.clone(), X_pending=request.X_pending.clone(), state=stored
             )
         )
         assert torch.equal(again.X, suggestion.X)
-        assert again.state == json.loads(json.dumps(suggestion.state))
+        assert again.state == suggestion.state
 
 
 def test_the_first_batch_is_x0_then_the_exploration_points_in_the_delta_box() -> None:
@@ -128,17 +127,17 @@ def test_the_first_batch_is_x0_then_the_exploration_points_in_the_delta_box() ->
     cls = get_policy("minucb")
     config = cls.Config(resamples=2, x0=[0.1, 0.2, 0.95, 0.5])
     empty = torch.empty(0, d, dtype=torch.float64)
-    request = SuggestRequest(
-        dim=d, X=empty, y=torch.empty(0, dtype=torch.float64), X_pending=empty, count=1, state={}, config=config, seed=3
-    )
+    request = make_request(cls, empty, torch.empty(0, dtype=torch.float64), config=config, seed=3)
     out = cls().suggest(request)
+    state = out.state
+    assert isinstance(state, LocalState)
     x0 = torch.tensor(config.x0, dtype=torch.float64)
     assert out.X.shape == (2 + d, d)  # b1 copies of x_0 + b2 = d exploration points
     assert torch.equal(out.X[:2], x0.expand(2, d))
     assert ((out.X - x0).abs() <= 0.2 + 1e-12).all() and ((out.X >= 0) & (out.X <= 1)).all()
-    assert out.state["t"] == 0 and out.state["batch"] == 2 + d and out.state["x_t"] == config.x0
+    assert state.t == 0 and state.batch == 2 + d and state.x_t == config.x0
     # an ask for more than a batch gets at least that many points
-    big = cls().suggest(SuggestRequest(**{**request.__dict__, "count": 3 * d}))
+    big = cls().suggest(dataclasses.replace(request, count=3 * d))
     assert big.X.shape[0] >= 3 * d
 
 
@@ -162,6 +161,41 @@ def test_the_minucb_step_does_not_raise_the_upper_bound() -> None:
         assert after <= before and info["moved"]
         assert ((x_next >= lo - 1e-12) & (x_next <= hi + 1e-12)).all()
         assert float(f(x_next)) < float(f(x_t))
+
+
+@pytest.mark.parametrize("step_delta", [0.15, None])
+def test_the_minucb_step_lands_on_the_minimum_of_the_bound_on_a_fine_grid(step_delta: float | None) -> None:
+    """x_{t+1} of a whole suggest against an independent reference: mu + 3 sigma from BoTorch's posterior
+    on a 201 x 201 grid of the step's search region, for the GP fitted as the policy fits it."""
+    d, seed = 2, 4
+    g = torch.Generator().manual_seed(3)
+    x_t = torch.tensor([0.45, 0.6], dtype=torch.float64)
+    X = (x_t + 0.25 * (2 * torch.rand(10, d, generator=g, dtype=torch.float64) - 1)).clamp(0, 1)
+    y = (
+        (X - torch.tensor([0.3, 0.7])).pow(2).sum(-1)
+        + 0.3 * torch.sin(9 * X[:, 0])
+        + 0.01 * torch.randn(10, generator=g)
+    )
+    cls = get_policy("minucb")
+    config = cls.Config(step_delta=step_delta, num_restarts=2, raw_samples=16)
+    state = LocalState(t=0, x_t=x_t.tolist(), n_start=0, batch=10)
+    out = cls().suggest(make_request(cls, X, y, state=state, config=config, seed=seed))
+    assert isinstance(out.state, LocalState) and out.state.t == 1 and out.state.x_t is not None
+    x_next = torch.tensor(out.state.x_t, dtype=torch.float64)
+
+    # the policy's fit: the last N_max = 5 d points, refitted from no hyperparameters, its generator
+    model = gp.fit_model(X, y, "rbf", None, n_max=5 * d, generator=torch.Generator().manual_seed(_seed(seed, 1, 0)))
+    bounds = local_box(x_t, step_delta) if step_delta is not None else torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    u = torch.linspace(0, 1, 201, dtype=torch.float64)
+    grid = torch.cartesian_prod(u, u) * (bounds[1] - bounds[0]) + bounds[0]  # 201^2 x 2
+    with torch.no_grad():
+        post = model.posterior(grid)
+        bound = (post.mean.reshape(-1) + 3.0 * post.variance.clamp_min(1e-12).sqrt().reshape(-1)).double()
+        at_next = model.posterior(x_next.unsqueeze(0))
+        value = float(at_next.mean + 3.0 * at_next.variance.clamp_min(1e-12).sqrt())
+    lowest, spread = float(bound.min()), float(bound.max() - bound.min())
+    assert ((x_next >= bounds[0] - 1e-9) & (x_next <= bounds[1] + 1e-9)).all()
+    assert abs(value - lowest) <= 1e-3 * spread, (value, lowest, grid[bound.argmin()].tolist(), x_next.tolist())
 
 
 @pytest.mark.parametrize("policy", ["minucb", "gibo", "la-minucb", "mpd"])

@@ -8,7 +8,6 @@ gradient with the same value function; the policies run through the engine loop 
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -20,9 +19,11 @@ from conftest import unique
 from localbo.policies import SuggestRequest, get_policy, gp
 from localbo.policies.gradients import GradientTrace, KernelParams, gradient_posterior
 from localbo.policies.la_minucb import LookaheadUCB, lookahead_batch
+from localbo.policies.local import LocalState
 from localbo.policies.minucb import NegativeUCB
 from localbo.policies.mpd import DownhillQuadratic, GradientField, descent, mpd_walk
-from test_local_policies import drive, quadratic
+from policy_requests import make_request
+from test_local_policies import drive, event, quadratic
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 BETA = 3.0
@@ -118,11 +119,7 @@ def la_request(d: int, n: int, config: dict, seed: int = 0) -> tuple[SuggestRequ
     y = f(X) + 0.01 * torch.randn(n, generator=g, dtype=torch.float64)
     x_t = torch.full((d,), 0.5, dtype=torch.float64)
     state = {"t": 2, "x_t": x_t.tolist(), "phase": "batch", "n_start": 0, "batch": n, "extra": 0}
-    cls = get_policy("la-minucb")
-    empty = torch.empty(0, d, dtype=torch.float64)
-    request = SuggestRequest(
-        dim=d, X=X, y=y, X_pending=empty, count=1, state=state, config=cls.Config(**config), seed=seed
-    )
+    request = make_request("la-minucb", X, y, state=state, config=config, seed=seed)
     return request, x_t
 
 
@@ -131,17 +128,19 @@ def test_the_batch_is_the_ucb_step_then_points_in_the_configured_region(region_d
     d = 4
     request, x_t = la_request(d, 20, {"region_delta": region_delta, "step_delta": 0.1, "fantasies": 8})
     out = get_policy("la-minucb")().suggest(request)
-    x_next = torch.tensor(out.state["x_t"], dtype=torch.float64)
-    assert out.info["event"] == "step" and out.X.shape == (1 + d, d)  # x_{t+1} once, then b = d points
-    assert torch.equal(out.X[0], x_next) and out.state["t"] == 3
+    state = out.state
+    assert isinstance(state, LocalState) and state.x_t is not None
+    x_next = torch.tensor(state.x_t, dtype=torch.float64)
+    info = state.path[-1].info
+    assert info["event"] == "step" and out.X.shape == (1 + d, d)  # x_{t+1} once, then b = d points
+    assert torch.equal(out.X[0], x_next) and state.t == 3
     assert ((x_next - x_t).abs() <= 0.1 + 1e-12).all(), "the step stays in x_t +- step_delta"
     Z = out.X[1:]
     assert ((Z >= 0) & (Z <= 1)).all()
     if region_delta is not None:
         lo, hi = (x_next - region_delta).clamp(0, 1), (x_next + region_delta).clamp(0, 1)
         assert ((Z >= lo - 1e-12) & (Z <= hi + 1e-12)).all(), "Z outside x_{t+1} +- region_delta"
-    assert out.info["expected_min_ucb"] <= out.info["ucb_next"] + 0.05  # looking ahead does not raise the bound
-    json.dumps(out.state)
+    assert info["expected_min_ucb"] <= info["ucb_next"] + 0.05  # type: ignore[operator]  # looking ahead does not raise the bound
 
 
 def test_the_optimised_batch_lowers_the_expected_minimum_below_its_starting_points() -> None:
@@ -164,7 +163,7 @@ def test_descends_a_noisy_5d_quadratic_with_two_workers(policy: str) -> None:
     x0 = torch.full((d,), 0.5, dtype=torch.float64)
     x_final = torch.tensor(run.state["x_t"], dtype=torch.float64)
     assert float(f(x_final)) <= 0.25 * float(f(x0)), f"f(x_t) = {float(f(x_final)):.4f} from {float(f(x0)):.4f}"
-    events = [s.info["event"] for _, s in run.calls]
+    events = [event(s) for _, s in run.calls]
     assert events[0] == "start" and "step" in events
     assert [p["t"] for p in run.state["path"]] == list(range(run.state["t"] + 1))  # x_t path for the dashboard
 

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import torch
-from localbo.policies import SuggestRequest, get_policy, registry
+from localbo.policies import PolicyState, SuggestRequest, get_policy, registry
+from policy_requests import make_request
 
 
-def request(policy: str, *, count: int = 4, dim: int = 3, state: dict | None = None, seed: int = 7) -> SuggestRequest:
-    cls = get_policy(policy)
+def request(
+    policy: str, *, count: int = 4, dim: int = 3, state: PolicyState | None = None, seed: int = 7
+) -> SuggestRequest:
     empty = torch.empty(0, dim, dtype=torch.float64)
-    return SuggestRequest(
-        dim=dim,
-        X=empty,
-        y=torch.empty(0, dtype=torch.float64),
-        X_pending=empty,
-        count=count,
-        state=state or {},
-        config=cls.Config(),
-        seed=seed,
-    )
+    return make_request(policy, empty, torch.empty(0, dtype=torch.float64), count=count, state=state, seed=seed)
 
 
 def test_registry_lists_the_baselines() -> None:

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import torch
-
 from localbo.policies import FiniteSpace, Policy, PolicyState, Suggestion, registry
 from policy_requests import make_request
 

@@ -154,10 +154,12 @@ def test_studies_feed_resends_the_list_only_when_a_summary_changes(api) -> None:
 def test_local_policy_state_keeps_the_iterate_path() -> None:
     x = torch.tensor([0.25, 0.5])
     path = _extend_path([], 0, 0, x, {"event": "start", "trace_after": 0.1234567891, "array": [1, 2]})
-    assert path == [{"t": 0, "n": 0, "x": [0.25, 0.5], "info": {"event": "start", "trace_after": 0.123457}}]
+    assert [p.model_dump() for p in path] == [
+        {"t": 0, "n": 0, "x": [0.25, 0.5], "info": {"event": "start", "trace_after": 0.123457}}
+    ]
     path = _extend_path(path, 0, 0, x, {"event": "retry"})  # a retried iteration replaces its entry
-    assert [p["info"]["event"] for p in path] == ["retry"]
+    assert [p.info["event"] for p in path] == ["retry"]
     d = 512
     for t in range(1, 20):
         path = _extend_path(path, t, t, torch.zeros(d), {})
-    assert len(path) == PATH_FLOATS // d and path[-1]["t"] == 19
+    assert len(path) == PATH_FLOATS // d and path[-1].t == 19

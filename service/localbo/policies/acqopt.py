@@ -50,7 +50,9 @@ def score_all(score: Score, C: Tensor) -> Tensor:
 
 def unit_bounds(d: int, device: torch.device | None = None) -> Tensor:
     """The unit cube as bounds: 2 x d."""
-    return torch.stack([torch.zeros(d, dtype=torch.float64, device=device), torch.ones(d, dtype=torch.float64, device=device)])
+    return torch.stack(
+        [torch.zeros(d, dtype=torch.float64, device=device), torch.ones(d, dtype=torch.float64, device=device)]
+    )
 
 
 def candidates(bounds: Tensor, count: int, seed: int, around: Tensor | None, local: int, spread: float) -> Tensor:

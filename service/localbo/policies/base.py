@@ -251,7 +251,10 @@ class Policy(ABC):
             raw = dict(data) if version == current else cls.State.migrate(dict(data), version)
             return cls.State.model_validate(raw), None
         except Exception as exc:  # any failure to load is the same to the engine: restart, loudly
-            return fresh, f"{cls.name}: the stored policy state v{version} could not be loaded ({exc}); the policy restarts"
+            return (
+                fresh,
+                f"{cls.name}: the stored policy state v{version} could not be loaded ({exc}); the policy restarts",
+            )
 
     @classmethod
     def dump_state(cls, state: PolicyState) -> dict[str, Any]:

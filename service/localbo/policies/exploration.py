@@ -79,7 +79,7 @@ def explore(
         z = z.detach().reshape(1, -1)
         chosen.append(z)
         trace.extend(z)
-        if epsilon is not None and i >= 1 and i + 1 >= min_count and float(gain) < epsilon:
+        if epsilon is not None and i >= 1 and i + 1 >= min_count and gain is not None and float(gain) < epsilon:
             break
     Z = torch.cat(chosen) if chosen else x.new_zeros(0, x.shape[-1])
     return Exploration(Z, trace_before, float(trace.trace))

@@ -112,4 +112,3 @@ def suggest_finite(
     index = torch.tensor(chosen, dtype=torch.long)
     X = space.candidates[index.to(device)].to(torch.float64)
     return FiniteChoice(X, index, fitted, n)
-

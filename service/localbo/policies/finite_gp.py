@@ -51,7 +51,11 @@ class FiniteHypersConfig(PolicyConfig):
         default=None, gt=0.0, description="Finite spaces: fixed noise std of y", json_schema_extra=FINITE
     )
     delta: float = Field(
-        default=0.05, gt=0.0, lt=1.0, description="Finite spaces: confidence level of the bound", json_schema_extra=FINITE
+        default=0.05,
+        gt=0.0,
+        lt=1.0,
+        description="Finite spaces: confidence level of the bound",
+        json_schema_extra=FINITE,
     )
 
 
@@ -78,7 +82,7 @@ class Hypers:
     fitted: gp.Hypers | None = None  # gp.py's fit, for a warm start next call
 
     def describe(self) -> dict[str, Any]:
-        out = {"outputscale": self.outputscale, "noise": self.noise, "mean": self.mean}
+        out: dict[str, Any] = {"outputscale": self.outputscale, "noise": self.noise, "mean": self.mean}
         if self.lengthscale is not None:
             out["lengthscale"] = self.lengthscale.reshape(-1).tolist()
         return out

@@ -68,7 +68,11 @@ class GlobalConfig(PolicyConfig):
         default=256, ge=0, le=100_000, description="Candidates around the best points", json_schema_extra=CONTINUOUS
     )
     restarts: int = Field(
-        default=5, ge=1, le=64, description="L-BFGS-B refinements from the best candidates", json_schema_extra=CONTINUOUS
+        default=5,
+        ge=1,
+        le=64,
+        description="L-BFGS-B refinements from the best candidates",
+        json_schema_extra=CONTINUOUS,
     )
     liar: Literal["mean", "min", "max"] = Field(
         default="mean",
@@ -209,8 +213,8 @@ class GlobalPolicy(Policy):
         if glob.lipschitz is not None:
             numbers["L"] = glob.lipschitz.L
             numbers["largest observed slope"] = glob.lipschitz.L_lb
-        initial = glob.n == 0 or (n_init is not None and n_complete < n_init) or all(
-            p.how == "init" for p in glob.points
+        initial = (
+            glob.n == 0 or (n_init is not None and n_complete < n_init) or all(p.how == "init" for p in glob.points)
         )
         return Display(phase="initial design" if initial else "model-based", numbers=numbers)
 

@@ -104,7 +104,7 @@ class LookaheadUCB(qKnowledgeGradient):
             self._eps[q] = draw_sobol_normal_samples(q, self.num_fantasies, self.A.device, self.A.dtype, self.seed)
         return self._eps[q]
 
-    @t_batch_mode_transform()
+    @t_batch_mode_transform()  # type: ignore[arg-type]  # BoTorch types the decorator for the base class
     def forward(self, X: Tensor) -> Tensor:
         """X: batch x (q + F) x d -> batch."""
         F = self.num_fantasies
@@ -172,6 +172,7 @@ def lookahead_batch(
             options={"maxiter": maxiter},
             retry_on_optimization_warning=False,
         )
+    assert value is not None
     return Z.detach(), -float(value)
 
 

@@ -19,11 +19,11 @@ conditions of the acquisition optimisers, refits after a failed fit) comes from 
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -115,7 +115,7 @@ class LocalState(PolicyState):
 def _scalar(v: Any) -> Scalar:
     if isinstance(v, float):
         return round(v, 6) if math.isfinite(v) else None
-    return v  # type: ignore[no-any-return]
+    return v
 
 
 def _extend_path(path: list[PathEntry], t: int, n: int, x_t: Tensor, info: dict[str, Any]) -> list[PathEntry]:
@@ -135,8 +135,8 @@ def _seed(seed: int, t: int, k: int) -> int:
 class LocalPolicy(Policy):
     """Base of gibo and minucb: the batch/top-up/step logic; subclasses give ``step`` and ``resamples``."""
 
-    Config = LocalConfig
-    State = LocalState
+    Config: ClassVar[type[PolicyConfig]] = LocalConfig
+    State: ClassVar[type[PolicyState]] = LocalState
 
     @classmethod
     def check_study(cls, dim: int, config: LocalConfig) -> None:  # type: ignore[override]

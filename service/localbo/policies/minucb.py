@@ -46,10 +46,11 @@ class NegativeUCB(AnalyticAcquisitionFunction):
         super().__init__(model=model, posterior_transform=posterior_transform)  # BoTorch's value-function hook
         self.beta = beta
 
-    @t_batch_mode_transform(expected_q=1)
+    @t_batch_mode_transform(expected_q=1)  # type: ignore[arg-type]  # typed for the base class
     def forward(self, X: Tensor) -> Tensor:
         """X: batch x 1 x d -> batch."""
         mean, sigma = self._mean_and_sigma(X)
+        assert sigma is not None
         return -(mean + self.beta * sigma).squeeze(-1)
 
 

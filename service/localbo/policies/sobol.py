@@ -5,7 +5,15 @@ from __future__ import annotations
 import torch
 
 from localbo.policies import register
-from localbo.policies.base import PlanAheadConfig, Policy, PolicyConfigError, Suggestion, SuggestRequest, state_as
+from localbo.policies.base import (
+    PlanAheadConfig,
+    Policy,
+    PolicyConfig,
+    PolicyConfigError,
+    Suggestion,
+    SuggestRequest,
+    state_as,
+)
 from localbo.policies.random_search import DrawnState
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
@@ -22,7 +30,7 @@ class Sobol(Policy):
     spaces = frozenset({"continuous", "categorical"})
 
     @classmethod
-    def check_study(cls, dim: int, config: PlanAheadConfig) -> None:
+    def check_study(cls, dim: int, config: PolicyConfig) -> None:
         if dim > SOBOL_MAX_DIM:
             raise PolicyConfigError(
                 "space",
