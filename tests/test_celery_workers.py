@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -14,12 +15,13 @@ import pytest
 import torch
 from harness.processes import ServerProcess, WorkerProcess, free_port
 from local_service import LocalService as Engine
-from localbo.policies import SuggestRequest, get_policy
+from localbo.policies import get_policy
 from localbo.storage import repository as repo
 from localbo.workers import run_suggest
 from localbo.workers.celery_app import suggest
-from localbo.workers.wire import request_from_wire, request_to_wire
+from localbo.workers.wire import request_from_wire, request_to_wire, suggestion_from_wire
 from localbo_client import Client
+from policy_requests import make_request
 
 from tests.conftest import make_settings, unique
 
@@ -73,23 +75,19 @@ def test_request_survives_the_trip_to_a_worker_and_gives_the_same_points() -> No
     cls = get_policy("minucb")
     g = torch.Generator().manual_seed(0)
     X = torch.rand(6, 2, generator=g, dtype=torch.float64)
-    request = SuggestRequest(
-        dim=2,
-        X=X,
-        y=(X - 0.3).pow(2).sum(-1),
-        X_pending=torch.empty(0, 2, dtype=torch.float64),
-        count=1,
-        state={},
-        config=cls.Config.model_validate({"num_restarts": 2, "raw_samples": 16}),
-        seed=5,
-    )
-    name, back = request_from_wire(request_to_wire("minucb", request), torch.device("cpu"))
-    assert name == "minucb" and back.config == request.config
+    y = (X - 0.3).pow(2).sum(-1)
+    config = {"num_restarts": 2, "raw_samples": 16}
+    first = run_suggest("minucb", make_request(cls, X[:3], y[:3], config=config, seed=5))
+    request = make_request(cls, X, y, state=first.state, config=config, seed=5, rng_seed=99)
+    name, back = request_from_wire(json.loads(json.dumps(request_to_wire("minucb", request))), torch.device("cpu"))
+    assert name == "minucb" and back.config == request.config and back.state == request.state
     assert torch.equal(back.X, request.X) and torch.equal(back.y, request.y)
+    assert torch.equal(back.numbers, request.numbers) and back.space == request.space
+    assert (back.seed, back.rng_seed) == (5, 99)
+    assert torch.equal(torch.rand(3, generator=back.generator), torch.rand(3, generator=request.generator))
     here = run_suggest("minucb", request)
-    there = suggest(request_to_wire("minucb", request))  # the task's body, as a worker runs it
-    assert torch.equal(torch.tensor(there["X"], dtype=torch.float64), here.X)
-    assert there["state"] == here.state and there["info"]["worker"].endswith("/cpu")
+    there = suggestion_from_wire(json.loads(json.dumps(suggest(request_to_wire("minucb", request)))), "minucb")
+    assert torch.equal(there.X, here.X) and there.state == here.state
 
 
 def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redis_env: dict[str, str]) -> None:
