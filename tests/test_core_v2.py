@@ -267,3 +267,12 @@ def test_two_studies_planning_at_once_get_the_points_each_gets_alone(make_client
         stop.set()
         stirrer.join()
     assert a == expected and b == expected, "bit-identical to the study planned alone"
+
+
+@pytest.mark.parametrize("key", ["lengthscale", "noise_std", "delta"])
+def test_finite_only_keys_on_a_continuous_ucb_study_are_refused(api, key: str) -> None:
+    name = unique()
+    body = {"name": name, "space": SPACE, "policy": "ucb", "policy_config": {key: 0.5}}
+    r = api.post("/api/v1/studies", json=body)
+    assert r.status_code == 422 and f"policy_config.{key}" in r.json()["detail"], r.text
+    assert api.get(f"/api/v1/studies/{name}").status_code == 404, "nothing was stored"

@@ -34,7 +34,7 @@ def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: 
         raise InvalidInput("policy", f"unknown policy {policy!r}; expected one of {sorted(registry())}") from None
     try:
         parsed = cls.Config.model_validate(config or {})
-        cls.check_space(kind)
+        cls.check_space(kind, parsed)
         cls.check_study(dim, parsed)
         return parsed.model_dump(mode="json")
     except PolicyConfigError as exc:

@@ -76,7 +76,7 @@ class CeleryExecutor:
                 result.forget()  # the result is read; do not keep it in Redis for result_expires
             except BROKER_DOWN:
                 pass
-        return suggestion_from_wire(data)
+        return suggestion_from_wire(data, policy)
 
     def _inline(
         self, policy: str, request: SuggestRequest, queue: str, timeout: float, what: str, exc: BaseException
