@@ -105,8 +105,17 @@ def test_the_study_page_draws_its_charts_and_shows_a_tell(server: ServerProcess,
     for chart in ("history", "parallel", "path"):
         assert int(page.locator(f"#{chart}").get_attribute("data-drawn")) > 0, chart
         assert page.evaluate(PAINTED, chart) > 2000, chart
-    assert "t = 1" in page.locator("#policy").inner_text()  # the policy panel in words
-    assert page.get_by_test_id("centre").locator("tbody tr").count() == 2
+    # the policy panel from the served `display` block: phase, batch progress, named numbers, the centre
+    assert page.get_by_test_id("policy-phase").inner_text() in ("exploration batch", "top-up", "step pending")
+    assert " of " in page.get_by_test_id("policy-progress").inner_text()
+    numbers = page.get_by_test_id("policy-numbers").inner_text()
+    assert "iteration" in numbers and "1" in numbers, numbers
+    centre = page.get_by_test_id("centre").locator("tbody tr")
+    assert centre.count() == 2
+    for k in range(2):  # in user units: x in [-2, 2] and its position in the range
+        value, position = (float(t) for t in centre.nth(k).locator("td").all_inner_texts()[1:3])
+        assert -2 <= value <= 2 and value == pytest.approx(-2 + 4 * position, abs=1e-3)
+    assert page.locator("#parallel-centre").is_visible()
 
     api.tell(name, running["number"], 0.123456)  # how soon: test_the_study_page_shows_a_tell_within_3_s
     page.wait_for_function("document.querySelector('[data-testid=n-complete]').textContent === '6'", timeout=60_000)
@@ -172,8 +181,10 @@ def test_a_lipschitz_policy_shows_its_l_estimate_in_words(server: ServerProcess,
         api.tell(name, api.ask(name)["number"], float((k - 1.5) ** 2))
     api.ask(name)
     open_page(page, server.url, f"#/study/{name}", view="study")
-    policy = page.locator("#policy").inner_text()
-    assert "Lipschitz constant L" in policy and "largest observed slope" in policy and "t = 4" in policy, policy
+    assert page.get_by_test_id("policy-phase").inner_text() == "model-based"
+    numbers = page.get_by_test_id("policy-numbers").inner_text()
+    assert "L\t" in numbers and "largest observed slope" in numbers and "observations\t4" in numbers, numbers
+    assert page.get_by_test_id("centre").count() == 0 and page.locator("#path-panel").is_hidden()
 
 
 def test_a_finite_space_study_page_draws_its_charts_without_errors(server: ServerProcess, page: Any) -> None:
@@ -211,3 +222,136 @@ def test_a_categorical_study_shows_its_choices_in_the_table_and_draws_them(serve
         cells = rows.nth(k).locator("td").all_inner_texts()
         assert cells[4] == params["optimizer"] and cells[5] == str(params["n"]), (cells, params)
     assert int(page.locator("#parallel").get_attribute("data-drawn")) == 6
+
+
+# A policy view as GET .../policy serves it; `state` holds private keys the page must not read.
+PRIVATE_STATE = {
+    "x_t": [0.0, 0.0],
+    "t": 99,
+    "phase": "batch",
+    "n_start": 0,
+    "batch": 5,
+    "path": [{"t": 0, "x": [0, 0]}],
+}
+DISPLAY = {
+    "phase": "exploration batch",
+    "progress": {"done": 1, "total": 3, "label": "exploration batch"},
+    "centre": [0.75, 0.25],
+    "box": {"lower": [0.5, 0.0], "upper": [1.0, 0.5]},
+    "path": [[0.5, 0.5], [0.6, 0.4], [0.75, 0.25]],
+    "numbers": {"iteration": 4, "gp noise": 0.0012345, "event": "step", "unknown yet": None},
+}
+
+
+def policy_view(display: Any, policy: str = "minucb") -> dict:
+    planned = [{"params": {"x0": 0.5, "x1": -0.5}, "x": [0.625, 0.375], "source": policy}]
+    return {
+        "policy": policy,
+        "policy_state_version": 7,
+        "state_schema": 1,
+        "state": PRIVATE_STATE,
+        "display": display,
+        "last_policy_error": None,
+        "planned": planned,
+    }
+
+
+def serve_policy(page: Any, body: dict) -> None:
+    """Answer the page's GET .../policy with ``body`` (the trials and the events come from the server)."""
+    page.route("**/api/v1/studies/*/policy", lambda route: route.fulfill(json=body))
+
+
+def told_study(server: ServerProcess, prefix: str, n: int = 4) -> str:
+    api, name = Api(server.url), unique(prefix)
+    api.create(name)
+    for k in range(n):
+        api.tell(name, api.ask(name)["number"], float(k))
+    return name
+
+
+def test_the_policy_panel_draws_the_display_block_in_user_units(server: ServerProcess, page: Any) -> None:
+    name = told_study(server, "display")
+    serve_policy(page, policy_view(DISPLAY))
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    assert page.get_by_test_id("policy-phase").inner_text() == "exploration batch"
+    progress = page.get_by_test_id("policy-progress")
+    assert progress.inner_text().strip() == "1 of 3"
+    assert progress.locator("progress").get_attribute("value") == "1"
+    assert progress.locator("progress").get_attribute("max") == "3"
+    assert "exploration batch" in page.locator("#policy tr", has=progress).locator("th").inner_text()
+    numbers = [r.split("\t") for r in page.get_by_test_id("policy-numbers").locator("tr").all_inner_texts()]
+    assert numbers == [["iteration", "4"], ["gp noise", "0.0012345"], ["event", "step"], ["unknown yet", "–"]]
+    # the centre in user units (x in [-2, 2]: 0.75 -> 1, 0.25 -> -1), never the state's x_t (0 -> -2)
+    rows = [r.locator("td").all_inner_texts() for r in page.get_by_test_id("centre").locator("tbody tr").all()]
+    assert rows == [["x0", "1", "0.75", "0 – 2"], ["x1", "-1", "0.25", "-2 – 0"]]
+    assert "t = 99" not in page.locator("#policy").inner_text()
+    assert "1 points queued (next: minucb)" in page.locator("#policy").inner_text()
+    # the path chart from display.path: 3 points x 2 parameters
+    assert page.locator("#path-panel").is_visible()
+    assert page.locator("#path").get_attribute("data-drawn") == "6"
+    assert page.evaluate(PAINTED, "path") > 2000
+    assert page.locator("#parallel-centre").is_visible() and page.locator("#parallel-box").is_visible()
+    assert int(page.locator("#parallel").get_attribute("data-drawn")) == 4
+
+
+def test_the_centre_and_box_mark_the_parallel_chart(server: ServerProcess, page: Any) -> None:
+    name = told_study(server, "marks")
+    serve_policy(page, policy_view(None))
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    bare = page.evaluate(PAINTED, "parallel")
+    page.unroute("**/api/v1/studies/*/policy")
+    serve_policy(page, policy_view(DISPLAY))
+    page.reload()  # the same address: a goto would only move within the document
+    page.wait_for_selector("body[data-ready='1'][data-view='study']", timeout=15_000)
+    assert page.locator("#parallel-centre").is_visible()
+    assert page.evaluate(PAINTED, "parallel") > bare + 500  # the dashed centre line and the two bands
+
+
+@pytest.mark.parametrize(
+    "display",
+    [
+        None,
+        {},
+        {"numbers": {}},
+        {"centre": [0.5], "box": {"lower": [0.1]}, "path": [[0.5], "x"], "progress": {"done": "?"}},  # malformed
+    ],
+    ids=["null", "empty", "no-numbers", "malformed"],
+)
+def test_without_a_display_the_panel_shows_nothing_policy_specific(
+    server: ServerProcess, page: Any, display: Any
+) -> None:
+    name = told_study(server, "nodisplay", n=2)
+    serve_policy(page, policy_view(display))
+    open_page(page, server.url, f"#/study/{name}", view="study")  # the page fixture fails on any script error
+    policy = page.locator("#policy").inner_text()
+    assert "minucb" in policy and "1 points queued" in policy, policy
+    for testid in ("centre", "policy-phase", "policy-progress", "policy-numbers", "policy-error"):
+        assert page.get_by_test_id(testid).count() == 0, testid
+    assert page.locator("#path-panel").is_hidden()
+    assert page.locator("#parallel-centre").is_hidden() and page.locator("#parallel-box").is_hidden()
+    assert int(page.locator("#parallel").get_attribute("data-drawn")) == 2
+
+
+def test_the_policy_error_shows_beside_the_display(server: ServerProcess, page: Any) -> None:
+    name = told_study(server, "perror", n=1)
+    serve_policy(page, {**policy_view(DISPLAY), "last_policy_error": "RuntimeError: <boom>"})
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    assert "RuntimeError: <boom>" in page.get_by_test_id("policy-error").inner_text()
+    assert page.get_by_test_id("policy-phase").inner_text() == "exploration batch"
+
+
+def test_a_categorical_centre_is_read_from_its_one_hot_block(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("catcentre")
+    space = {
+        "x": {"type": "float", "low": 0, "high": 1},
+        "optimizer": {"type": "categorical", "choices": ["sgd", "adam", "<lbfgs>"]},
+        "n": {"type": "int", "low": 1, "high": 3},
+    }
+    api.post("studies", {"name": name, "space": space, "policy": "random", "seed": 3})
+    api.tell(name, api.ask(name)["number"], 1.0)
+    # the unit cube has 5 columns: x, optimizer's one-hot block of 3, n
+    display = {"centre": [0.5, 0.1, 0.8, 0.1, 0.9], "box": {"lower": [0.25, 0, 0, 0, 0], "upper": [0.75, 1, 1, 1, 1]}}
+    serve_policy(page, policy_view(display, policy="random"))
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    rows = [r.locator("td").all_inner_texts() for r in page.get_by_test_id("centre").locator("tbody tr").all()]
+    assert rows == [["x", "0.5", "0.5", "0.25 – 0.75"], ["optimizer", "adam", "0.5", "–"], ["n", "3", "0.9", "1 – 3"]]

@@ -119,5 +119,10 @@ class PolicyView(BaseModel):
     policy_state_version: int
     state_schema: int | None
     state: dict[str, Any] = Field(description="The policy's own state (unit-cube coordinates)")
+    display: dict[str, Any] | None = Field(
+        default=None,
+        description="What the dashboard draws, computed from the state: phase, progress {done, total, label}, "
+        "centre and box {lower, upper} and path (unit cube, oldest first), numbers {name: value}; null: nothing",
+    )
     last_policy_error: str | None
     planned: list[PlannedPoint] = Field(description="The plan queue, in the order asks take it")

@@ -196,14 +196,14 @@ function studySkeleton(name) {
   </section>
   <div class="two">
     <section class="panel" id="path-panel" hidden>
-      <h2>Where the local search is: x<sub>t</sub> by iteration</h2>
-      <canvas id="path" class="chart" role="img" aria-label="The iterate x_t by iteration"></canvas>
+      <h2>Where the policy's centre has been</h2>
+      <canvas id="path" class="chart" role="img" aria-label="The policy's centre, oldest first"></canvas>
     </section>
     <section class="panel" id="policy"><h2>Policy</h2><div id="policy-body" class="dim">loading…</div></section>
   </div>
   <section class="panel">
     <div class="panel-head"><h2>Parameters of the completed trials<span id="parallel-note" class="dim"></span></h2>
-      <span class="dim">coloured by value; the dashed black line is the current centre x<sub>t</sub></span></div>
+      <span class="dim">coloured by value<span id="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" hidden>, the grey bands its box</span></span></div>
     <canvas id="parallel" class="chart tall" role="img" aria-label="Parallel coordinates of the trials"></canvas>
   </section>
   <section class="panel">
@@ -224,7 +224,7 @@ async function studyView(name) {
   const specs = names.map((n) => series.space[n]);
   const toParams = perParameter(specs);
   merge(data, series.trials, toParams);
-  const view = { sort: "number", desc: true, page: 0, filter: "", log: false, policy: null };
+  const view = { sort: "number", desc: true, page: 0, filter: "", log: false, policy: null, display: null };
   let last = series.last;
   let since = series.as_of;
   let frame = 0;
@@ -240,14 +240,21 @@ async function studyView(name) {
     const history = drawHistory(document.getElementById("history"), data, { direction: series.direction, log: view.log });
     document.getElementById("history").dataset.drawn = history.drawn;
     view.history = history;
-    const centre = view.policy?.state?.x_t ?? null;
+    const shown = view.display || {};
     const labels = specs.map((s) => (s.type === "categorical" ? [String(s.choices[0]), String(s.choices.at(-1))] : [fmt(s.low), fmt(s.high)]));
-    const parallel = drawParallel(document.getElementById("parallel"), data, names, { direction: series.direction, centre, axisLabels: labels });
+    const parallel = drawParallel(document.getElementById("parallel"), data, names, {
+      direction: series.direction,
+      centre: shown.centre ?? null,
+      box: shown.box ?? null,
+      axisLabels: labels,
+    });
+    document.getElementById("parallel-centre").hidden = !shown.centre;
+    document.getElementById("parallel-box").hidden = !shown.box;
     document.getElementById("parallel").dataset.drawn = parallel.drawn;
     document.getElementById("parallel-note").textContent =
       parallel.drawn < parallel.total ? `: ${parallel.drawn.toLocaleString()} of ${parallel.total.toLocaleString()} (the best and an even sample of the rest)` : "";
     renderPath();
-    renderPolicy(view.policy, data, names, specs);
+    renderPolicy(view.policy, view.display, data, names, specs);
     renderTable(data, names, specs, view, rerender);
     lastEnd = performance.now();
     cost = lastEnd - started;
@@ -263,7 +270,7 @@ async function studyView(name) {
     frame = setTimeout(() => requestAnimationFrame(render), wait);
   };
   const renderPath = () => {
-    const trail = view.policy?.state?.path;
+    const trail = view.display?.path;
     const panel = document.getElementById("path-panel");
     panel.hidden = !(trail && trail.length);
     if (!panel.hidden) document.getElementById("path").dataset.drawn = drawPath(document.getElementById("path"), trail, names);
@@ -274,6 +281,7 @@ async function studyView(name) {
     } catch (error) {
       view.policy = { error: String(error.message || error) };
     }
+    view.display = displayOf(view.policy?.display, specs, toParams);
     if (redraw) rerender();
   };
 
@@ -374,12 +382,29 @@ function hoverTip(canvas, data, view) {
   canvas.addEventListener("mouseleave", () => (tip.hidden = true));
 }
 
-const PHASES = {
-  batch: "evaluating this iteration's batch",
-  "top-up": "the batch is out and results are pending; handing out extra exploration points meanwhile",
-};
+// The policy's `display` block (GET .../policy) with its unit-cube points per parameter (as the trials'
+// `x`, through perParameter); anything malformed is left out, so a policy's picture never breaks the page.
+// A categorical's one-hot block has no box of its own: its bounds are null.
+function displayOf(raw, specs, toParams) {
+  if (!raw || typeof raw !== "object") return null;
+  const width = specs.reduce((n, s) => n + (s.type === "categorical" ? s.choices.length : 1), 0);
+  const point = (u) => (Array.isArray(u) && u.length === width && u.every(Number.isFinite) ? toParams(u) : null);
+  const centre = point(raw.centre);
+  let box = null;
+  const lower = point(raw.box?.lower);
+  const upper = point(raw.box?.upper);
+  if (lower && upper) {
+    const bound = (b) => b.map((v, j) => (specs[j].type === "categorical" ? null : v));
+    box = { lower: bound(lower), upper: bound(upper) };
+  }
+  const path = (Array.isArray(raw.path) ? raw.path : []).map(point).filter(Boolean).map((x, t) => ({ t, x }));
+  const p = raw.progress;
+  const progress = p && Number.isFinite(p.done) && Number.isFinite(p.total) ? { done: p.done, total: p.total, label: p.label ?? "" } : null;
+  const numbers = raw.numbers && typeof raw.numbers === "object" ? Object.entries(raw.numbers) : [];
+  return { phase: typeof raw.phase === "string" ? raw.phase : null, progress, centre, box, path, numbers };
+}
 
-function renderPolicy(view, data, names, specs) {
+function renderPolicy(view, display, data, names, specs) {
   const body = document.getElementById("policy-body");
   const alert = document.getElementById("policy-alert");
   if (!view) return;
@@ -391,47 +416,32 @@ function renderPolicy(view, data, names, specs) {
   alert.innerHTML = view.last_policy_error
     ? `<div class="alert" role="status" data-testid="policy-error"><b>The policy failed and fallback points were handed out</b> (${fallbacks} fallback trials so far). Last error: <code>${esc(view.last_policy_error)}</code></div>`
     : "";
-  const st = view.state || {};
+  const shown = display || {};
   const rows = [];
-  const row = (k, v) => rows.push(`<tr><th scope="row">${k}</th><td>${v}</td></tr>`);
+  const row = (k, v, id = "") => rows.push(`<tr><th scope="row">${k}</th><td${id ? ` data-testid="${id}"` : ""}>${v}</td></tr>`);
   row("policy", `${esc(view.policy)} <span class="dim">(state version ${view.policy_state_version})</span>`);
-  if (st.x_t) {
-    const complete = data.state.filter((s) => s === "complete").length;
-    const done = Math.max(0, Math.min(st.batch, complete - st.n_start));
-    row("iteration", `t = ${st.t}`);
-    row("phase", `${esc(st.phase)}: ${esc(PHASES[st.phase] || "")}`);
-    row("batch progress", `<progress max="${st.batch}" value="${done}"></progress> ${done} of ${st.batch} results in${st.extra ? `, ${st.extra} extra points` : ""}`);
-    const step = st.path?.[st.path.length - 1]?.info;
-    if (step && step.event === "step") {
-      const moved = step.moved === false ? "stayed at x<sub>t</sub> (no point with a lower bound)" : `moved ${fmt(step.step_norm)} (unit-cube distance)`;
-      row("last step", `${moved}${step.ucb_t !== undefined ? `; UCB ${fmt(step.ucb_t)} → ${fmt(step.ucb_next)}` : ""}`);
-    }
-    if (step && step.trace_after !== undefined) row("gradient uncertainty", `trace ${fmt(step.trace_before)} → ${fmt(step.trace_after)} after exploring`);
-    if (step && step.expected_min_ucb !== undefined) row("look-ahead", `expected minimum UCB after the batch ${fmt(step.expected_min_ucb)} (la-minucb)`);
-    if (step && step.walk_steps !== undefined) row("descent walk", `${step.walk_steps} steps; descent probability ${fmt(step.p_start)} → ${fmt(step.p_end)} (mpd)`);
-  }
-  const lip = st.lipschitz;
-  if (lip && typeof lip === "object") {
-    // Lipschitz-BO policies (ar-ucb, ar-ts, tei, tpi, tucb): L on standardised values.
-    const L = lip.L === null ? "not yet (no two points differ in value)" : fmt(lip.L);
-    row("Lipschitz constant L", lip.known ? `${L} (given in the study's config)` : `${L} = kappa · t · L<sub>lb</sub>, with the largest observed slope L<sub>lb</sub> = ${fmt(lip.L_lb)} at t = ${lip.t} <span class="dim">(standardised values)</span>`);
+  if (shown.phase) row("phase", esc(shown.phase), "policy-phase");
+  const pr = shown.progress;
+  if (pr) {
+    const done = Math.max(0, Math.min(pr.done, pr.total));
+    row(esc(pr.label || "progress"), `<progress max="${Math.max(pr.total, 0)}" value="${done}"></progress> ${pr.done} of ${pr.total}`, "policy-progress");
   }
   row("planned", `${view.planned.length} points queued${view.planned.length ? ` (next: ${esc(view.planned[0].source)})` : ""}`);
   if (fallbacks && !view.last_policy_error) row("fallbacks", `${fallbacks} trials`);
   let html = `<table class="kv">${rows.join("")}</table>`;
-  if (st.x_t) {
-    html += `<h3>Centre x<sub>t</sub></h3><table class="grid compact" data-testid="centre"><thead><tr><th>parameter</th><th class="num">value</th><th class="num">position in range</th>${st.hypers?.lengthscale ? '<th class="num">GP lengthscale</th>' : ""}</tr></thead><tbody>`;
+  if (shown.numbers?.length) {
+    const value = (v) => (v === null || v === undefined ? "–" : typeof v === "number" ? fmt(v) : esc(v));
+    html += `<table class="kv" data-testid="policy-numbers">${shown.numbers.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${value(v)}</td></tr>`).join("")}</table>`;
+  }
+  if (shown.centre) {
+    const box = shown.box;
+    const range = (j) => (box && box.lower[j] !== null ? `${cell(fromUnit(specs[j], box.lower[j]))} – ${cell(fromUnit(specs[j], box.upper[j]))}` : "–");
+    html += `<h3>Centre</h3><table class="grid compact" data-testid="centre"><thead><tr><th>parameter</th><th class="num">value</th><th class="num">position in range</th>${box ? '<th class="num">box</th>' : ""}</tr></thead><tbody>`;
     names.slice(0, 50).forEach((n, j) => {
-      const ls = st.hypers?.lengthscale?.[j];
-      html += `<tr><td>${esc(n)}</td><td class="num">${cell(fromUnit(specs[j], st.x_t[j]))}</td><td class="num">${fmt(st.x_t[j])}</td>${ls !== undefined ? `<td class="num">${fmt(ls)}</td>` : ""}</tr>`;
+      html += `<tr><td>${esc(n)}</td><td class="num">${cell(fromUnit(specs[j], shown.centre[j]))}</td><td class="num">${fmt(shown.centre[j])}</td>${box ? `<td class="num">${range(j)}</td>` : ""}</tr>`;
     });
     html += "</tbody></table>";
   }
-  if (st.hypers && st.hypers.kernel) {
-    html += `<h3>GP hyperparameters</h3><p>kernel ${esc(st.hypers.kernel)} (ARD), noise variance ${fmt(st.hypers.noise)}, constant mean ${fmt(st.hypers.mean)} <span class="dim">(on standardised values; lengthscales in unit-cube units, above)</span></p>`;
-  }
-  const other = Object.entries(st).filter(([k, v]) => !["x_t", "t", "phase", "n_start", "batch", "extra", "hypers", "path"].includes(k) && typeof v !== "object");
-  if (other.length) html += `<h3>Other state</h3><table class="kv">${other.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${esc(typeof v === "number" ? fmt(v) : v)}</td></tr>`).join("")}</table>`;
   body.innerHTML = html;
   body.classList.remove("dim");
 }

@@ -162,8 +162,9 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false 
   return { drawn, sx, sy, tf, box };
 }
 
-// The iterate x_t by iteration t, one line per parameter, in the parameter's [low, high] range (0..1).
-// path: [{t, x}], names: parameter names; shows the `limit` parameters that moved most.
+// A policy's centre over time, one line per parameter, in the parameter's [low, high] range (0..1).
+// path: [{t, x}] (t: the point's place in the path, oldest first), names: parameter names; shows the
+// `limit` parameters that moved most.
 export function drawPath(canvas, path, names, limit = 8) {
   const { ctx, w, h } = prepare(canvas);
   const box = { l: 48, r: w - 150, t: 10, b: h - 40 };
@@ -181,7 +182,7 @@ export function drawPath(canvas, path, names, limit = 8) {
   const tmax = Math.max(1, ...path.map((p) => p.t));
   const sx = (t) => box.l + (t / tmax) * (box.r - box.l);
   const sy = (u) => box.b - u * (box.b - box.t);
-  frame(ctx, box, niceTicks(0, tmax, 6).filter(Number.isInteger), [0, 0.25, 0.5, 0.75, 1], sx, sy, "iteration t", (u) => (u === 0 ? "low" : u === 1 ? "high" : fmt(u)));
+  frame(ctx, box, niceTicks(0, tmax, 6).filter(Number.isInteger), [0, 0.25, 0.5, 0.75, 1], sx, sy, "path point (oldest first)", (u) => (u === 0 ? "low" : u === 1 ? "high" : fmt(u)));
   ctx.lineWidth = 2;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
@@ -209,8 +210,9 @@ export function drawPath(canvas, path, names, limit = 8) {
 }
 
 // Parallel coordinates: one polyline per completed trial through its parameters (unit cube) and its
-// value, coloured by value (viridis, best bright, drawn last); the current centre x_t as a thick line.
-export function drawParallel(canvas, data, names, { direction = "minimize", centre = null, axisLabels = [], maxLines = 4000 } = {}) {
+// value, coloured by value (viridis, best bright, drawn last); the policy's centre as a thick dashed line
+// and its box ({lower, upper}, a null bound: no band on that axis) as a grey band per axis.
+export function drawParallel(canvas, data, names, { direction = "minimize", centre = null, box: band = null, axisLabels = [], maxLines = 4000 } = {}) {
   const { ctx, w, h } = prepare(canvas);
   const box = { l: 30, r: w - 70, t: 26, b: h - 26 };
   const shown = names.slice(0, 24);
@@ -244,6 +246,13 @@ export function drawParallel(canvas, data, names, { direction = "minimize", cent
     idx.splice(0, rest, ...sample);
   }
   const vu = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+  if (band) {
+    ctx.fillStyle = "rgba(0, 0, 0, 0.12)";
+    shown.forEach((_, k) => {
+      const [a, b] = [band.lower[k], band.upper[k]];
+      if (Number.isFinite(a) && Number.isFinite(b)) ctx.fillRect(ax(k) - 7, sy(Math.max(a, b)), 14, Math.abs(sy(a) - sy(b)));
+    });
+  }
   const buckets = 24;
   const alpha = idx.length > 2000 ? 0.3 : idx.length > 500 ? 0.5 : 0.7;
   ctx.globalAlpha = alpha;
