@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 import yaml
-from localbo.cli import app
+from localbo.cli import app, auth_refusal, is_loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +40,21 @@ def test_compose_file_has_api_worker_postgres_and_redis_wired_together() -> None
     for name in ("api", "worker", "worker-gpu"):
         parses_as_cli(services[name]["command"])
     assert services["worker-gpu"]["profiles"] == ["gpu"], "a GPU worker only when asked for"
+
+
+def test_compose_api_refuses_to_start_without_a_real_token() -> None:
+    """The api binds 0.0.0.0: a LOCALBO_TOKENS that parses to no token (";", blanks) must stop it, like an unset one."""
+    api = compose()["services"]["api"]
+    command = api["command"]
+    assert "--insecure" not in command
+    host = command[command.index("--host") + 1]
+    assert not is_loopback(host)
+    for no_token in ("", ";", " ", " ; ;"):
+        assert auth_refusal(no_token, host, insecure=False), no_token
+    assert auth_refusal("change-me=admin", host, insecure=False) is None
+    # no default value: compose itself stops when the variable is unset or empty
+    assert re.fullmatch(r"\$\{LOCALBO_TOKENS:\?[^}]+\}", api["environment"]["LOCALBO_TOKENS"])
+    assert all(port.startswith("127.0.0.1:") for port in api["ports"]), "published on the host's loopback only"
 
 
 def test_dockerfile_installs_cpu_torch_before_the_service_and_copies_what_exists() -> None:

@@ -35,6 +35,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def auth_refusal(raw_tokens: str, host: str, insecure: bool) -> str | None:
+    """Why ``serve`` must not start with these tokens on this host, or None. Judged on the parsed tokens,
+    as the app will use them: a setting that holds no token (``;``, blanks) is no auth, like an empty one."""
+    from localbo.api.auth import parse_tokens
+
+    try:
+        tokens = parse_tokens(raw_tokens)
+    except ValueError as exc:
+        return f"refusing to start: {exc}"
+    if tokens or insecure or is_loopback(host):
+        return None
+    held = "is not set" if not raw_tokens else f"holds no token ({raw_tokens!r})"
+    return (
+        f"refusing to bind {host} without tokens: LOCALBO_TOKENS {held}, so every caller would be admin; "
+        "set LOCALBO_TOKENS='token=admin', or pass --insecure if the network is trusted"
+    )
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1)")] = None,
@@ -47,12 +65,9 @@ def serve(
     import uvicorn
 
     settings = _settings(db, host=host, port=port)
-    if not is_loopback(settings.host) and not settings.tokens and not insecure:
-        typer.echo(
-            f"refusing to bind {settings.host} without tokens: set LOCALBO_TOKENS, "
-            "or pass --insecure if the network is trusted",
-            err=True,
-        )
+    refusal = auth_refusal(settings.tokens, settings.host, insecure)
+    if refusal:
+        typer.echo(refusal, err=True)
         raise typer.Exit(2)
     from localbo.bootstrap import prepare_database
 

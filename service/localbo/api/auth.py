@@ -1,7 +1,9 @@
 """Bearer tokens with scopes: ``admin``, ``read:PATTERN``, ``write:PATTERN`` (write implies read).
 
 ``LOCALBO_TOKENS='tok1=admin;tok2=write:beam-*,read:*'``. Patterns are shell-style
-(``fnmatch``) over study names. With no tokens configured, every caller is admin.
+(``fnmatch``) over study names. A setting that holds no token (empty, ``;``, blanks) means no auth:
+every caller is admin, and ``localbo serve`` refuses a non-loopback bind unless ``--insecure``.
+A malformed entry is an error at startup, never skipped.
 """
 
 from __future__ import annotations
@@ -33,25 +35,44 @@ class Principal:
 ANONYMOUS_ADMIN = Principal(admin=True)
 
 
+SCOPE_HELP = "expected 'token=SCOPE[,SCOPE...]' with SCOPE one of admin, read:PATTERN, write:PATTERN"
+
+
 def parse_tokens(raw: str) -> dict[str, Principal]:
+    """Token -> its scopes; ``{}`` (no auth) when ``raw`` holds no entry. ``ValueError`` names the first bad
+    entry by position and scopes, never by its secret."""
     tokens: dict[str, Principal] = {}
-    for entry in filter(None, (e.strip() for e in raw.split(";"))):
-        token, sep, scopes = entry.partition("=")
-        if not sep or not token.strip():
-            raise ValueError(f"LOCALBO_TOKENS: expected 'token=scope,scope', got {entry!r}")
-        admin, read, write = False, [], []
-        for scope in filter(None, (s.strip() for s in scopes.split(","))):
-            kind, _, pattern = scope.partition(":")
-            if kind == "admin" and not pattern:
-                admin = True
-            elif kind in ("read", "write") and pattern:
-                (read if kind == "read" else write).append(pattern)
-            else:
-                raise ValueError(
-                    f"LOCALBO_TOKENS: unknown scope {scope!r}; expected admin, read:PATTERN or write:PATTERN"
-                )
-        tokens[token.strip()] = Principal(admin, tuple(read), tuple(write))
+    for position, entry in enumerate(raw.split(";"), start=1):
+        if not entry.strip():
+            continue  # blank entries (a trailing ';') hold nothing
+        token, sep, scopes = (part.strip() for part in entry.partition("="))
+        where = f"LOCALBO_TOKENS entry {position}"
+        if not sep:
+            raise ValueError(f"{where}: no '=' between the token and its scopes; {SCOPE_HELP}")
+        if not token:
+            raise ValueError(f"{where}: no token before '='; {SCOPE_HELP}")
+        if any(c.isspace() for c in token):
+            raise ValueError(f"{where}: the token contains whitespace; a bearer token is one word")
+        if token in tokens:
+            raise ValueError(f"{where}: the same token as an earlier entry; list its scopes once, comma-separated")
+        tokens[token] = _principal(where, scopes)
     return tokens
+
+
+def _principal(where: str, scopes: str) -> Principal:
+    admin, read, write = False, [], []
+    words = [s.strip() for s in scopes.split(",")]
+    if not any(words):
+        raise ValueError(f"{where}: the token has no scope; {SCOPE_HELP}")
+    for scope in words:
+        kind, colon, pattern = scope.partition(":")
+        if kind == "admin" and not colon:
+            admin = True
+        elif kind in ("read", "write") and pattern:
+            (read if kind == "read" else write).append(pattern)
+        else:
+            raise ValueError(f"{where}: unknown scope {scope!r}; {SCOPE_HELP}")
+    return Principal(admin, tuple(read), tuple(write))
 
 
 PUBLIC_PATHS = frozenset({"/healthz"}) | dashboard.PUBLIC_PATHS
