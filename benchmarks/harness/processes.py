@@ -30,9 +30,15 @@ class ServerProcess:
     """Starts the server, waits for ``/healthz``; ``stop()`` ends it. Output goes to ``log_path``."""
 
     def __init__(
-        self, db_url: str, log_path: Path | None = None, timeout: float = 90.0, args: tuple[str, ...] = (), **env: str
+        self,
+        db_url: str,
+        log_path: Path | None = None,
+        timeout: float = 90.0,
+        args: tuple[str, ...] = (),
+        port: int | None = None,  # a restart: the port the previous server had
+        **env: str,
     ) -> None:
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = open(log_path or os.devnull, "w")  # noqa: SIM115 - closed in stop()

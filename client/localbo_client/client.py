@@ -2,15 +2,15 @@
 
 Every write carries an ``Idempotency-Key`` that stays the same across the retries of
 one call, so a tell whose answer was lost is stored once, and an ask whose answer
-was lost hands back the same trials.
+was lost hands back the same trials. A call keeps retrying for ``retry_for`` seconds
+(60 by default: longer than a server restart), honouring ``Retry-After``.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-import random
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,8 +20,17 @@ from typing import Any
 import httpx
 
 from localbo_client.errors import LocalboError, error_for
+from localbo_client.retrying import MAYBE_SENT, NOT_SENT, RetryPolicy, hinted_wait
 
-RETRY_STATUSES = {500, 502, 503, 504}
+log = logging.getLogger("localbo_client")
+
+# A trial the client gives up on is failed on the server; when the service itself is why (it stayed down past
+# the retry budget) or the user interrupted, that last call gets only this long, then the lease is the backstop.
+ABANDON_RETRY_FOR = 5.0
+_REASON_CHARS = 1000  # an exception's text can be long; the reason only needs to say what happened
+SERVICE_ERRORS = (LocalboError, httpx.HTTPError)
+# Answers to a tell after which failing the trial is futile: it is gone, settled already, or not ours to change.
+SETTLED = frozenset({401, 403, 404, 409})
 
 
 @dataclass
@@ -65,11 +74,12 @@ class Trial:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
-        """An exception in the block fails the trial (and propagates); so does leaving it untold."""
+        """An exception in the block (the objective's, a tell that gave up, Ctrl-C) fails the trial, best effort,
+        and propagates; leaving the block without a tell fails it too."""
         if self.study is None or self.state != "running":
             return
         if exc is not None:
-            self.fail(f"{exc_type.__name__}: {exc}")
+            self.study._abandon(self, f"{exc_type.__name__}: {exc}", exc)  # noqa: SLF001 - the study's own helper
         else:
             self.fail("the with-block ended without a tell")
 
@@ -83,10 +93,14 @@ class Client:
         token: str | None = None,
         *,
         timeout: float = 60.0,
-        retries: int = 5,
+        retry_for: float = 60.0,
         backoff: float = 0.2,
+        retries: int | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        """``timeout``: one request's read limit. ``retry_for``: how long one call keeps retrying a server that is
+        down, restarting or busy (seconds from its first try; 0: no retries). ``backoff``: the first pause, doubled
+        on each retry up to 5 s, with jitter. ``retries``: an optional cap on the count of retries as well."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=url.rstrip("/"),
@@ -94,8 +108,7 @@ class Client:
             timeout=httpx.Timeout(timeout, connect=10.0),
             transport=transport,
         )
-        self.retries = retries
-        self.backoff = backoff
+        self.retry = RetryPolicy(retry_for=retry_for, backoff=backoff, retries=retries)
 
     def __enter__(self) -> Client:
         return self
@@ -106,28 +119,34 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, method: str, path: str, *, json: Any = None, params: Any = None, idempotent: bool = False) -> Any:
-        """One call, retried on connection errors and 5xx; 4xx raise typed errors at once."""
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Any = None,
+        idempotent: bool = False,
+        retry_for: float | None = None,
+    ) -> Any:
+        """One call, retried within the time budget (``retry_for`` overrides the client's): a request that never
+        reached the server, a 429, and a 503/409 with ``Retry-After`` always; a lost answer and other 5xx only for a
+        read or an ``idempotent`` write, which carries one ``Idempotency-Key`` across all its tries. Other 4xx raise
+        typed errors at once; a 5xx still there when the budget is spent raises ``ServerError``."""
         headers = {"Idempotency-Key": uuid.uuid4().hex} if idempotent else {}
-        safe = method == "GET" or idempotent
-        for attempt in range(self.retries + 1):
+        harmless = method in ("GET", "HEAD") or idempotent
+        attempts = self.retry.start(retry_for)
+        while True:
             try:
                 response = self._http.request(method, path, json=json, params=params, headers=headers)
-            except (
-                httpx.ConnectError,
-                httpx.ReadError,
-                httpx.WriteError,
-                httpx.RemoteProtocolError,
-                httpx.ConnectTimeout,
-                httpx.ReadTimeout,
-                httpx.PoolTimeout,
-            ):
-                if not safe or attempt == self.retries:
+            except (*NOT_SENT, *MAYBE_SENT) as exc:
+                if not (isinstance(exc, NOT_SENT) or harmless) or not attempts.pause():
                     raise
-                self._sleep(attempt)
+                log.info("%s %s: %s; retrying", method, path, type(exc).__name__)
                 continue
-            if response.status_code in RETRY_STATUSES and safe and attempt < self.retries:
-                self._sleep(attempt)
+            again, hinted = hinted_wait(response, harmless)
+            if again and attempts.pause(hinted):
+                log.info("%s %s: %s; retrying", method, path, response.status_code)
                 continue
             if response.status_code >= 400:
                 raise error_for(response.status_code, _detail(response))
@@ -136,10 +155,6 @@ class Client:
             if response.headers.get("content-type", "").startswith("application/json"):
                 return response.json()
             return response.text
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _sleep(self, attempt: int) -> None:
-        time.sleep(self.backoff * (2**attempt) * (0.5 + random.random()))
 
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/healthz")
@@ -272,18 +287,41 @@ class Study:
         An exception from ``fn`` (or a value that is not a finite number, a ``ValueError``) fails its
         trial; one listed in ``catch`` lets the run go on, any other stops all workers and is raised here.
         So is an error of the service (``ask``/``tell`` raising, e.g. ``NotFound`` once the study is
-        deleted, or ``ServerError`` after the retries): the other workers finish the trial they hold,
-        stop, and the first error is raised here.
+        deleted, or ``ServerError`` after the retry budget): the other workers finish the trial they hold,
+        stop, and the first error is raised here. No trial is left ``running``: a worker whose tell gave up
+        fails its trial (best effort), and an interrupt (Ctrl-C) here fails the trials the workers hold.
         """
         budget = iter(range(n_trials))
         lock = threading.Lock()
         stop = threading.Event()
         errors: list[BaseException] = []
+        held: dict[int, Trial] = {}  # worker -> the trial it evaluates; the caller fails them on an interrupt
+        interrupted: list[str] = []  # the interrupt's reason, once there was one
 
         def record(exc: BaseException) -> None:
             with lock:
                 errors.append(exc)
             stop.set()
+
+        def evaluate(trial: Trial) -> bool:
+            """Evaluate and tell one trial; False when the workers must stop."""
+            try:
+                value = _finite(fn(trial.params))
+            except catch as exc:
+                self.fail(trial, f"{type(exc).__name__}: {exc}"[:_REASON_CHARS])
+                return True
+            except BaseException as exc:
+                record(exc)  # first: the objective's error is the one raised, whatever becomes of the fail
+                self._abandon(trial, f"{type(exc).__name__}: {exc}", exc)
+                return False
+            try:
+                self.tell(trial, value)
+            except BaseException as exc:
+                record(exc)
+                if not (isinstance(exc, LocalboError) and exc.status in SETTLED):  # else a fail is futile
+                    self._abandon(trial, f"abandoned: its tell failed ({type(exc).__name__}: {exc})", exc)
+                return False
+            return True
 
         def work(worker: int) -> None:
             client_id = f"optimize-{uuid.uuid4().hex[:8]}-{worker}"
@@ -293,16 +331,18 @@ class Study:
                         if next(budget, None) is None:
                             return
                     trial = self.ask(client_id=client_id)
-                    try:
-                        value = _finite(fn(trial.params))
-                    except catch as exc:
-                        self.fail(trial, f"{type(exc).__name__}: {exc}")
-                        continue
-                    except BaseException as exc:
-                        record(exc)  # first: the fail below may raise too (the study is gone)
-                        self.fail(trial, f"{type(exc).__name__}: {exc}")
+                    with lock:
+                        if not interrupted:
+                            held[worker] = trial
+                    if interrupted:  # asked while the caller was interrupted: nobody will evaluate it
+                        self._abandon(trial, interrupted[0])
                         return
-                    self.tell(trial, value)
+                    try:
+                        if not evaluate(trial):
+                            return
+                    finally:
+                        with lock:
+                            held.pop(worker, None)
             except BaseException as exc:  # ask, tell or fail: raised in the caller, never lost with the thread
                 record(exc)
 
@@ -312,11 +352,39 @@ class Study:
                 t.start()
             for t in threads:
                 t.join()
-        except BaseException:  # e.g. KeyboardInterrupt in the caller: let the workers stop after their trial
+        except BaseException as exc:  # e.g. KeyboardInterrupt in the caller: fail what the workers hold, then stop
             stop.set()
+            with lock:
+                interrupted.append(f"optimize was interrupted ({type(exc).__name__})")
+                abandoned = list(held.values())
+                held.clear()
+            for trial in abandoned:
+                self._abandon(trial, interrupted[0], exc)
             raise
         if errors:
             raise errors[0]
+
+    def _abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None:
+        """Fail a trial the client gives up on, so it does not stay ``running`` until its lease ends; best effort:
+        it never raises a service error (``cause``, if any, is what the caller sees). When the service is why (it
+        stayed down past the retry budget), the user interrupted, or there is no cause, only a short last try."""
+        short = cause is None or isinstance(cause, (*SERVICE_ERRORS, KeyboardInterrupt, SystemExit))
+        try:
+            self._update(
+                trial,
+                self.client.request(
+                    "POST",
+                    f"{self._path}/trials/{trial.number}/tell",
+                    json={"state": "failed", "reason": reason[:_REASON_CHARS]},
+                    idempotent=True,
+                    retry_for=min(ABANDON_RETRY_FOR, self.client.retry.retry_for) if short else None,
+                ),
+            )
+        except SERVICE_ERRORS as exc:
+            note = f"localbo: trial {trial.number} could not be failed ({exc}); it stays running until its lease ends"
+            log.warning(note)
+            if cause is not None and hasattr(cause, "add_note"):  # Python >= 3.11
+                cause.add_note(note)
 
     def _update(self, trial: Trial | int, data: dict[str, Any]) -> Trial:
         fresh = Trial.from_json(data, self)
