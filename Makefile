@@ -2,7 +2,7 @@
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench
+.PHONY: setup run test lint bench fuzz
 
 $(STAMP): pyproject.toml client/pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
@@ -14,6 +14,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# Schema fuzzing (schemathesis, every check) against a live server on SQLite with a token: bounded to
+# a few minutes (examples per operation and a time budget); fails on any 5xx or schema violation.
+fuzz: $(STAMP)
+	nice -n 10 $(VENV)/bin/python scripts/fuzz.py
 
 # ruff; the layering contracts ([tool.importlinter] in pyproject.toml); mypy ([tool.mypy]) on the
 # packages typed so far.

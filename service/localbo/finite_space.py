@@ -197,6 +197,10 @@ def parse_finite(raw: dict[str, Any]) -> FiniteSpec:
         seen[cid] = i
         ids.append(cid)
     X = torch.tensor(values, dtype=torch.float64)
+    wide = ~torch.isfinite(X.max(0).values - X.min(0).values)  # scaled to [0, 1], every value would be 0 or NaN
+    if bool(wide.any()):
+        name = names[int(wide.nonzero()[0])]
+        raise SpaceError(f"{where}[0].params.{name}", "expected values whose range (max - min) is a finite number")
     kernel_raw = raw.get("kernel")
     kernel, kind = None, None
     if kernel_raw == "cosine":

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 MAX_PARAMS = 25_000
 MAX_CHOICES = 1_000
+MAX_INT_BOUND = 2**53  # int parameters: every integer up to here is exact as a float
 
 
 class SpaceError(ValueError):
@@ -147,9 +148,13 @@ def check_names(params: Any, names: list[str], field: str) -> None:
 def number(field: str, raw: Any) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise SpaceError(field, f"expected a number, got {raw!r}")
-    if not math.isfinite(raw):
+    try:
+        value = float(raw)
+    except OverflowError:  # an integer literal beyond any float
+        raise SpaceError(field, "expected a finite number within the range of a float (about ±1.8e308)") from None
+    if not math.isfinite(value):
         raise SpaceError(field, f"expected a finite number, got {raw!r}")
-    return float(raw)
+    return value
 
 
 def _parse_categorical(name: str, spec: dict[str, Any]) -> Categorical:
@@ -186,6 +191,11 @@ def _parse_param(name: str, spec: Any) -> AnyParam:
     low, high = number(f"{where}.low", spec["low"]), number(f"{where}.high", spec["high"])
     if kind == "int" and (low != int(low) or high != int(high)):
         raise SpaceError(where, f"int bounds must be whole numbers, got {low}..{high}")
+    for key, bound in (("low", low), ("high", high)):
+        if kind == "int" and abs(bound) > MAX_INT_BOUND:
+            raise SpaceError(f"{where}.{key}", f"expected an integer within ±2^53 ({MAX_INT_BOUND}), got {bound:g}")
+    if not math.isfinite(high - low):  # every point would round to a bound
+        raise SpaceError(f"{where}.high", f"expected high - low to be a finite number, got {low:g}..{high:g}")
     if high < low:
         raise SpaceError(f"{where}.high", f"expected high >= low ({low}), got {high}")
     log = spec.get("log", False)

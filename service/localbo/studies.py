@@ -16,6 +16,7 @@ from localbo.domain import StudySpace, study_out, trial_out
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
+from localbo.json_values import find_problem, readable, size_problem
 from localbo.planning.runner import policy_state
 from localbo.policies import PolicyConfigError, get_policy, registry
 from localbo.space import SearchSpace, SpaceError
@@ -24,6 +25,35 @@ from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 
 log = logging.getLogger("localbo.studies")
+MAX_CONFIG_MAGNITUDE = 1e100  # a config number beyond this overflows the policy's arithmetic (beta * sigma...)
+MAX_CONFIG_INT = 2**31 - 1
+MAX_SHOWN_DEPTH = 40  # metadata's own limit, plus the record's levels around it
+
+
+def check_free_form(field: str, value: dict[str, Any] | None) -> None:
+    """Metadata or a policy config that every database stores and reads back, or a 422 naming the key."""
+    if value is None:
+        return
+    problem = find_problem(value, (field,))
+    if problem is not None:
+        raise InvalidInput(*problem)
+    too_big = size_problem(value)
+    if too_big is not None:
+        raise InvalidInput(field, too_big)
+
+
+def _config_number_problem(config: dict[str, Any]) -> tuple[str, str] | None:
+    """A validated config's number that would make every later suggest fail (inf, 1e308, 2^63...)."""
+    for key, value in config.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                continue
+            if isinstance(v, int) and abs(v) > MAX_CONFIG_INT:
+                return f"policy_config.{key}", f"expected an integer of at most {MAX_CONFIG_INT}, got {v}"
+            if isinstance(v, float) and not abs(v) <= MAX_CONFIG_MAGNITUDE:
+                return f"policy_config.{key}", f"expected a finite number of magnitude at most 1e100, got {v}"
+    return None
 
 
 def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: str = "continuous") -> dict[str, Any]:
@@ -32,17 +62,33 @@ def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: 
         cls = get_policy(policy)
     except KeyError:
         raise InvalidInput("policy", f"unknown policy {policy!r}; expected one of {sorted(registry())}") from None
+    check_free_form("policy_config", config)
     try:
         parsed = cls.Config.model_validate(config or {})
         cls.check_space(kind, parsed)
         cls.check_study(dim, parsed)
-        return parsed.model_dump(mode="json")
+        dumped = parsed.model_dump(mode="json")
+        problem = _config_number_problem(dumped)
+        if problem is not None:
+            raise InvalidInput(*problem)
+        return dumped
     except PolicyConfigError as exc:
         raise InvalidInput(exc.field, str(exc).split(": ", 1)[-1]) from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise InvalidInput(f"policy_config.{where}" if where else "policy_config", err["msg"]) from None
+
+
+def _shown(record: StudyRecord) -> StudyRecord:
+    """The record, or, for a row stored before the input checks that no JSON encoder takes (a lone
+    surrogate, NaN, 256 levels), a readable copy: one bad row never turns a listing into a 500."""
+    problem = find_problem(record, max_depth=MAX_SHOWN_DEPTH)
+    if problem is None:
+        return record
+    log.warning("study %s: stored %s cannot be shown as it is (%s); shown degraded", ascii(record["name"]), *problem)
+    shown: StudyRecord = readable(record, MAX_SHOWN_DEPTH)
+    return shown
 
 
 def get_row(conn: Connection, name: str, *, lock: bool = False) -> Row:
@@ -78,6 +124,7 @@ class Studies:
             raise InvalidInput(exc.field, exc.message) from None
         if direction not in ("minimize", "maximize"):
             raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
+        check_free_form("metadata", metadata)
         config = validate_policy(policy, policy_config, dim, kind)
         values = {
             "name": name,
@@ -106,13 +153,13 @@ class Studies:
         with self.db.begin() as conn:
             study = get_row(conn, name)
             summary = repo.summaries(conn, [study.id]).get(study.id)
-        return study_out(study, summary)
+        return _shown(study_out(study, summary))
 
     def list(self) -> list[StudyRecord]:
         with self.db.begin() as conn:
             rows = repo.list_studies(conn)
             summaries = repo.summaries(conn)
-        return [study_out(row, summaries.get(row.id)) for row in rows]
+        return [_shown(study_out(row, summaries.get(row.id))) for row in rows]
 
     def delete(self, name: str) -> None:
         with self.write.begin() as conn:

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 import localbo
 from localbo import dashboard
-from localbo.api import errors, progress, studies, trials
+from localbo.api import errors, openapi, progress, studies, trials
 from localbo.api.auth import Authentication, parse_tokens
 from localbo.api.schemas import Health
 from localbo.api.shutdown import on_exit_signals
@@ -42,11 +42,15 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         version=localbo.__version__,
         description="Ask/tell optimization over HTTP with local Bayesian optimization policies.",
         lifespan=lifespan,
+        docs_url=None,  # served by openapi.install, without a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.tokens = tokens
     app.state.service = service or Service(settings)
     errors.install(app)
+    openapi.install(app, secured=bool(tokens), max_ask_count=settings.max_ask_count)
+    app.add_middleware(errors.Utf8Body)
     app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes, create_limit=settings.max_create_bytes)
     app.add_middleware(Authentication, tokens=tokens)  # outermost: 401 before the body is read
     app.include_router(studies.router)
@@ -54,7 +58,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app.include_router(progress.router)
     dashboard.install(app)
 
-    @app.get("/healthz", response_model=Health, tags=["health"])
+    @app.get("/healthz", response_model=Health, tags=["health"], responses=errors.responses(503))
     def healthz() -> dict:
         with app.state.service.db.connect() as conn:
             conn.execute(text("SELECT 1"))

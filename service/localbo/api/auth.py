@@ -17,6 +17,7 @@ from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from localbo import dashboard
+from localbo.api import openapi
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,12 @@ def _principal(where: str, scopes: str) -> Principal:
     return Principal(admin, tuple(read), tuple(write))
 
 
-PUBLIC_PATHS = frozenset({"/healthz"}) | dashboard.PUBLIC_PATHS
+PUBLIC_PATHS = frozenset({"/healthz"}) | dashboard.PUBLIC_PATHS | openapi.PUBLIC_PATHS
 
 
 def is_public(path: str) -> bool:
-    """Health, and the dashboard's page shell: it holds no data and asks the viewer for a token."""
-    return path in PUBLIC_PATHS or path.startswith(dashboard.PUBLIC_PREFIX)
+    """Health, the API document with /docs, and the dashboard's page shell: they hold no data."""
+    return path in PUBLIC_PATHS or path.startswith((dashboard.PUBLIC_PREFIX, openapi.PUBLIC_PREFIX))
 
 
 def authenticate(tokens: dict[str, Principal], authorization: str) -> Principal:

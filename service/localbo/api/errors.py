@@ -1,14 +1,20 @@
-"""Error answers: every 4xx is JSON ``{"detail": "field: what was expected"}``."""
+"""Error answers: every 4xx is JSON ``{"detail": "field: what was expected"}`` (``ErrorOut``), and the
+``responses=`` that document them on each route."""
 
 from __future__ import annotations
 
+import codecs
+import re
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from localbo.api.schemas import ErrorOut
 from localbo.errors import LocalboError
 
 RETRY_AFTER_SECONDS = 1
@@ -23,20 +29,47 @@ def _where(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+WHY = {
+    400: "The body is not UTF-8 JSON",
+    401: "No token, or an unknown one (only when tokens are configured)",
+    403: "The token may not read or write this study",
+    404: "No such study or trial",
+    409: "A conflict: the name exists, the trial is finished, or a concurrent request came first",
+    413: "The body is larger than the limit",
+    415: "The body's charset is not UTF-8",
+    422: "Input that does not fit: the detail names the field and what was expected",
+    503: "Busy (the database, or the study's plan); nothing was changed; retry after Retry-After",
+}
+READ = (401, 403, 404, 422, 503)  # any route of /api/v1 on a study
+WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 503)  # a route that takes a body
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` of a route: each error it may answer, with the one error schema."""
+    return {code: {"model": ErrorOut, "description": WHY[code]} for code in codes}
+
+
+def _text(message: str) -> str:
+    """Error text that always encodes: a lone surrogate the client sent is echoed escaped."""
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _message(err: dict[str, Any]) -> str:
+    if err.get("type") == "unstorable_json":
+        return err["msg"]
     if err.get("type") == "json_invalid":
         ctx = err.get("ctx") or {}
         return f"body: malformed JSON ({ctx.get('error', 'invalid')}) at position {err['loc'][-1]}"
     if err.get("type") == "missing" and list(err["loc"]) == ["body"]:
         return "body: missing; expected a JSON object"
-    return f"{_where(tuple(err['loc']))}: {err['msg']}"
+    return f"{_where(tuple(err['loc']))}: {err['msg'].removeprefix('Value error, ')}"
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(LocalboError)
     async def _engine_error(_: Request, exc: LocalboError) -> JSONResponse:
         retry = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.status_code == 503 else None
-        return JSONResponse({"detail": exc.message}, status_code=exc.status_code, headers=retry)
+        return JSONResponse({"detail": _text(exc.message)}, status_code=exc.status_code, headers=retry)
 
     @app.exception_handler(OperationalError)
     async def _database_busy(_: Request, exc: OperationalError) -> JSONResponse:
@@ -60,15 +93,68 @@ def install(app: FastAPI) -> None:
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Any:
+        """A 405's ``Allow`` lists every documented method of the path (Starlette names only the first
+        route's)."""
+        if exc.status_code != 405:
+            return await http_exception_handler(request, exc)
+        path = request.scope.get("path", "")
+        allowed = {
+            method.upper()
+            for template, operations in request.app.openapi()["paths"].items()
+            if re.fullmatch(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)), path)
+            for method in operations
+        }
+        headers = {"Allow": ", ".join(sorted(allowed))} if allowed else None
+        return JSONResponse({"detail": "Method Not Allowed"}, status_code=405, headers=headers)
+
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         detail = "; ".join(_message(e) for e in errors[:5])
-        fields = [
-            {"field": "body" if e.get("type") == "json_invalid" else _where(tuple(e["loc"])), "message": e["msg"]}
-            for e in errors
-        ]
-        return JSONResponse({"detail": detail, "errors": fields}, status_code=422)
+        fields = [{"field": _text(_field(e)), "message": _text(e["msg"])} for e in errors]
+        return JSONResponse({"detail": _text(detail), "errors": fields}, status_code=422)
+
+
+def _field(err: dict[str, Any]) -> str:
+    if err.get("type") == "unstorable_json":
+        return str((err.get("ctx") or {}).get("where", "body"))
+    return "body" if err.get("type") == "json_invalid" else _where(tuple(err["loc"]))
+
+
+class Utf8Body:
+    """Request bodies are UTF-8 JSON: a declared charset other than UTF-8 is a 415, bytes that are not
+    UTF-8 (or hold a raw NUL, as UTF-16 does) a 400, before anything parses them (JSON parsers guess
+    UTF-16 and UTF-32 from the bytes, which would let such bodies through)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        content_type = dict(scope.get("headers") or []).get(b"content-type", b"").decode("latin-1")
+        for part in content_type.split(";")[1:]:
+            key, _, value = part.strip().partition("=")
+            if key.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+                detail = f"Content-Type: charset {value.strip()!r} is not supported; expected UTF-8 JSON"
+                return await JSONResponse({"detail": _text(detail)}, status_code=415)(scope, receive, send)
+        decoder = codecs.getincrementaldecoder("utf-8")()
+
+        async def checked_receive() -> dict:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunk = message.get("body", b"")
+                try:
+                    decoder.decode(chunk, final=not message.get("more_body", False))
+                except UnicodeDecodeError:
+                    raise HTTPException(400, "body: expected UTF-8 JSON; the bytes are not UTF-8") from None
+                if b"\x00" in chunk:
+                    raise HTTPException(400, "body: expected UTF-8 JSON; a raw NUL byte is not (UTF-16?)")
+            return message
+
+        await self.app(scope, checked_receive, send)
 
 
 class BodySizeLimit:

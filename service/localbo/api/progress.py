@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
 from typing import Annotated
 
 import anyio
@@ -13,16 +12,18 @@ from fastapi.responses import Response, StreamingResponse
 from localbo import progress
 from localbo.api.auth import check_read
 from localbo.api.deps import Caller, ServiceDep, StudyName
+from localbo.api.errors import READ, responses
+from localbo.api.schemas import DB_INT_MAX, SERIES_TYPES, STREAM_TYPES, EventsSince
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
 LIST_POLL_SECONDS = 1.0
 Events = list[tuple[str, str]]
 
-After = Annotated[int, Query(ge=0, description="Only trials numbered above this")]
+After = Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Only trials numbered above this")]
 
 
-@router.get("/studies/{study}/series")
+@router.get("/studies/{study}/series", response_class=Response, responses=SERIES_TYPES | responses(*READ))
 def series(study: StudyName, service: ServiceDep, who: Caller, after: After = 0) -> Response:
     """The trials above ``after`` as columns (number, state, value, x in the unit cube, source, times, reasons).
 
@@ -32,14 +33,14 @@ def series(study: StudyName, service: ServiceDep, who: Caller, after: After = 0)
     return Response(progress.series(service.db, study, after), media_type="application/json")
 
 
-@router.get("/studies/{study}/events")
+@router.get("/studies/{study}/events", response_class=StreamingResponse, responses=STREAM_TYPES | responses(*READ))
 async def events(
     study: StudyName,
     request: Request,
     service: ServiceDep,
     who: Caller,
     after: After = 0,
-    since: Annotated[datetime | None, Query(description="Also resend trials finished since this time")] = None,
+    since: EventsSince = None,
 ) -> StreamingResponse:
     """Server-sent events: ``trials`` (columns as in ``/series``, new or changed trials, and ``as_of``
     to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, trial
@@ -49,7 +50,7 @@ async def events(
     return _event_stream(feed.poll, request, progress.POLL_SECONDS)
 
 
-@router.get("/events")
+@router.get("/events", response_class=StreamingResponse, responses=STREAM_TYPES | responses(401))
 async def studies_events(request: Request, service: ServiceDep, who: Caller) -> StreamingResponse:
     """Server-sent events for the studies list: ``studies`` (as ``GET /studies``, only those the token
     may read) at once and whenever a study's summary changes."""

@@ -2,31 +2,98 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Query
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
+
+from localbo import json_values
+from localbo.policies import registry
 
 STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+DB_INT_MAX = 2**31 - 1  # the largest trial number or count a database column holds (Postgres INTEGER)
+
+
+def documented(component: str, description: str) -> WithJsonSchema:
+    """A free-form field's schema: a component of ``api/openapi.py`` (the field itself is validated by
+    the engine, whose 422s name the exact key; the schema only describes)."""
+    return WithJsonSchema({"allOf": [{"$ref": f"#/components/schemas/{component}"}], "description": description})
+
+
+Params = Annotated[
+    dict[str, Any], documented("Params", "Parameter name -> value in user units (a choice, for a categorical)")
+]
+Metadata = Annotated[
+    dict[str, Any],
+    documented(
+        "Metadata",
+        f"Any JSON object: at most {json_values.MAX_DEPTH} levels deep and "
+        f"{json_values.MAX_FREE_FORM_BYTES} bytes; finite numbers, valid Unicode without NUL",
+    ),
+]
+
+
+EARLIEST, LATEST = datetime(1970, 1, 2, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def _within_years(since: datetime | None) -> datetime | None:
+    """A time the feed can compute with (it subtracts a clock slack; databases store 4-digit years)."""
+    if since is None:
+        return None
+    aware = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
+    if not EARLIEST <= aware <= LATEST:
+        raise ValueError(f"expected a time between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
+    return since
+
+
+EventsSince = Annotated[
+    datetime | None,
+    AfterValidator(_within_years),
+    Query(description="Also resend trials finished since this time"),
+]
+SERIES_TYPES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "Columns of the trials", "content": {"application/json": {"schema": {"type": "object"}}}}
+}
+STREAM_TYPES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events (never ends while the study exists)",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown keys, and JSON no database can store, are refused with a 422."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)  # "5" or true is not a number
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        problem = json_values.find_problem_in_body(data)
+        if problem is not None:
+            where, why = problem
+            raise PydanticCustomError("unstorable_json", "{where}: {why}", {"where": where, "why": why})
+        return data
 
 
 class StudyCreate(Strict):
     name: str = Field(pattern=STUDY_NAME, description="URL-safe: letters, digits, . _ -")
     direction: Literal["minimize", "maximize"] = "minimize"
-    space: dict[str, Any] = Field(
+    space: Annotated[dict[str, Any], documented("SpaceIn", "The search space")] = Field(
         description='{"x": {"type": "float", "low": 0, "high": 1, "log": false}, '
         '"n": {"type": "int", "low": 1, "high": 8}, "opt": {"type": "categorical", "choices": ["sgd", "adam"]}}; '
         'or a finite space: {"kind": "finite", '
         '"candidates": [{"id": "a", "params": {"x": 0.5, "n": 3}}, ...] or "csv": "id,x,n\\n...", '
         '"kernel"?: N x N matrix or "cosine", "allow_repeats"?: false}'
     )
-    policy: str = "sobol"
-    policy_config: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    policy: str = Field(default="sobol", json_schema_extra={"enum": sorted(registry())})
+    policy_config: Annotated[dict[str, Any], documented("PolicyConfig", "The keys of the policy's Config")] | None = (
+        None
+    )
+    metadata: Metadata | None = None
     seed: int | None = Field(default=None, ge=0, lt=2**31, description="Fixes the policy's randomness")
 
 
@@ -43,10 +110,10 @@ class StudySummary(BaseModel):
 class StudyOut(BaseModel):
     name: str
     direction: str
-    space: dict[str, Any]
+    space: Annotated[dict[str, Any], documented("SpaceOut", "The space as stored (finite: a summary)")]
     policy: str
-    policy_config: dict[str, Any]
-    metadata: dict[str, Any]
+    policy_config: Annotated[dict[str, Any], documented("PolicyConfig", "The config, defaults filled in")]
+    metadata: Metadata
     seed: int
     created_at: datetime
     policy_state_version: int
@@ -59,7 +126,7 @@ class StudyList(BaseModel):
 
 
 class AskRequest(Strict):
-    count: int = Field(default=1, ge=1, description="How many trials to hand out")
+    count: int = Field(default=1, ge=1, le=DB_INT_MAX, strict=True, description="How many trials to hand out")
     client_id: str | None = Field(
         default=None,
         max_length=200,
@@ -70,7 +137,7 @@ class AskRequest(Strict):
 class TrialOut(BaseModel):
     number: int
     state: Literal["running", "complete", "failed", "stale"]
-    params: dict[str, Any]
+    params: Params
     value: float | None
     reason: str | None
     source: str
@@ -85,7 +152,16 @@ class AskResponse(BaseModel):
     trials: list[TrialOut]
 
 
+def _tell_shapes(schema: dict[str, Any]) -> None:
+    """A tell is complete with a value, or failed (the value then optional)."""
+    schema["anyOf"] = [
+        {"required": ["value"], "properties": {"value": {"type": "number"}}},
+        {"required": ["state"], "properties": {"state": {"const": "failed"}}},
+    ]
+
+
 class TellRequest(Strict):
+    model_config = ConfigDict(json_schema_extra=_tell_shapes)
     # strict: "0.5" or true is refused, not quietly turned into a number
     value: float | None = Field(default=None, strict=True, allow_inf_nan=False, description="The objective value")
     state: Literal["complete", "failed"] = "complete"
@@ -93,7 +169,7 @@ class TellRequest(Strict):
 
 
 class ExternalTrial(Strict):
-    params: dict[str, Any]
+    params: Params
     value: float = Field(strict=True, allow_inf_nan=False)
 
 
@@ -109,7 +185,7 @@ class Health(BaseModel):
 
 
 class PlannedPoint(BaseModel):
-    params: dict[str, Any]
+    params: Params
     x: list[float] = Field(description="The point in the unit cube, as the policy sees it")
     source: str
 
@@ -126,3 +202,15 @@ class PolicyView(BaseModel):
     )
     last_policy_error: str | None
     planned: list[PlannedPoint] = Field(description="The plan queue, in the order asks take it")
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="Where: a dotted path such as space.x.low, or body")
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx and 5xx answer of the API."""
+
+    detail: str = Field(description="'field: what was expected'")
+    errors: list[FieldError] | None = Field(default=None, description="422 only: every field at fault")

@@ -10,7 +10,9 @@ from fastapi.responses import JSONResponse, Response
 from localbo import export as exports
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, IdempotencyKey, ServiceDep, StudyName
+from localbo.api.errors import READ, WRITE, responses
 from localbo.api.schemas import (
+    DB_INT_MAX,
     AskRequest,
     AskResponse,
     ExternalTrial,
@@ -19,14 +21,19 @@ from localbo.api.schemas import (
     TrialOut,
 )
 from localbo.errors import InvalidInput
+from localbo.json_values import readable
 
 router = APIRouter(prefix="/api/v1/studies/{study}", tags=["trials"])
-TrialNumber = Annotated[int, Path(ge=1, description="The trial's number within its study")]
+TrialNumber = Annotated[int, Path(ge=1, le=DB_INT_MAX, description="The trial's number within its study")]
+EXPORT_TYPES = {
+    "application/json": {"schema": {"type": "object", "description": '{"study": ..., "trials": [...]}'}},
+    "text/csv": {"schema": {"type": "string"}},
+}
 
 
 # Writes are async: their short transaction runs where ``Transactions.run`` says (SQLite's one writer
 # thread, or a worker thread on Postgres); the policy itself runs in the executor.
-@router.post("/ask", response_model=AskResponse)
+@router.post("/ask", response_model=AskResponse, responses=responses(*WRITE))
 async def ask(
     study: StudyName,
     service: ServiceDep,
@@ -39,7 +46,7 @@ async def ask(
     return await service.asking.ask(study, body.count, body.client_id, key)
 
 
-@router.post("/trials/{number}/tell", response_model=TrialOut)
+@router.post("/trials/{number}/tell", response_model=TrialOut, responses=responses(*WRITE))
 async def tell(
     study: StudyName,
     number: TrialNumber,
@@ -56,13 +63,13 @@ async def tell(
     return await service.tx.run(service.telling.tell, study, number, body.value)
 
 
-@router.post("/trials/{number}/heartbeat", response_model=TrialOut)
+@router.post("/trials/{number}/heartbeat", response_model=TrialOut, responses=responses(*WRITE))
 async def heartbeat(study: StudyName, number: TrialNumber, service: ServiceDep, who: Caller) -> dict:
     check_write(who, study)
     return await service.tx.run(service.telling.heartbeat, study, number)
 
 
-@router.post("/trials", status_code=201, response_model=TrialOut)
+@router.post("/trials", status_code=201, response_model=TrialOut, responses=responses(*WRITE))
 async def add_trial(
     study: StudyName, body: ExternalTrial, service: ServiceDep, who: Caller, key: IdempotencyKey = None
 ) -> dict:
@@ -70,12 +77,12 @@ async def add_trial(
     return await service.tx.run(service.telling.add_trial, study, body.params, body.value, key)
 
 
-@router.get("/trials", response_model=TrialList)
+@router.get("/trials", response_model=TrialList, responses=responses(*READ))
 def list_trials(
     study: StudyName,
     service: ServiceDep,
     who: Caller,
-    after: Annotated[int, Query(ge=0, description="Only trials numbered above this")] = 0,
+    after: Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Only trials numbered above this")] = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     state: Literal["running", "complete", "failed", "stale"] | None = None,
 ) -> dict:
@@ -83,18 +90,27 @@ def list_trials(
     return service.studies.trials(study, after, limit, state)
 
 
-@router.get("/best", response_model=TrialOut | None)
+@router.get("/best", response_model=TrialOut | None, responses=responses(*READ))
 def best(study: StudyName, service: ServiceDep, who: Caller) -> dict | None:
     """The best completed trial, or null while there is none."""
     check_read(who, study)
     return service.studies.best(study)
 
 
-@router.get("/export")
+@router.get(
+    "/export",
+    response_class=Response,
+    responses={200: {"description": "The study and its trials", "content": EXPORT_TYPES}} | responses(*READ),
+)
 def export(study: StudyName, service: ServiceDep, who: Caller, format: Literal["csv", "json"] = "json") -> Response:
     check_read(who, study)
     meta, trials = exports.load(service.db, study)
     if format == "json":
-        return JSONResponse(exports.to_json(meta, trials))
+        content = exports.to_json(meta, trials)
+        try:
+            return JSONResponse(content)
+        except (UnicodeEncodeError, ValueError):  # a row stored before the checks: shown degraded
+            return JSONResponse(readable(content))
     headers = {"Content-Disposition": f'attachment; filename="{study}.csv"'}
-    return Response(exports.to_csv(meta, trials), media_type="text/csv", headers=headers)
+    text = exports.to_csv(meta, trials).encode("utf-8", "backslashreplace")
+    return Response(text, media_type="text/csv; charset=utf-8", headers=headers)
