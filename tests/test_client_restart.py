@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from harness.processes import ServerProcess, free_port
-from localbo_client import Client, ServerError
+from localbo_client import Client, Conflict, ServerError
 from localbo_client.retrying import retry_after
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 1}}
@@ -162,6 +162,16 @@ def test_retry_after_is_honoured(method: str) -> None:
     assert len(seen) == 4
     gaps = [b[0] - a[0] for a, b in zip(seen, seen[1:], strict=False)]
     assert min(gaps) >= 1.0, f"each retry waited the server's Retry-After, not the 0.01 s backoff: {gaps}"
+
+
+def test_a_conflict_is_retried_only_when_the_server_says_retry() -> None:
+    with scripted(busy_for(1, "0", status=409)) as (url, seen), Client(url, backoff=0.01) as client:
+        assert client.create_study("s", space=SPACE).name == "s"  # a lost race: "nothing was changed, retry"
+    assert len(seen) == 2
+    with scripted(busy_for(1, None, status=409)) as (url, seen), Client(url, backoff=0.01) as client:
+        with pytest.raises(Conflict):
+            client.create_study("s", space=SPACE)  # a real conflict: at once
+    assert len(seen) == 1
 
 
 def test_429_is_retried_with_backoff_when_it_gives_no_retry_after() -> None:
