@@ -32,9 +32,12 @@ ADM, RW, RO, OTHER = bearer("adm"), bearer("rw"), bearer("ro"), bearer("other")
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[Any]:
     from localbo.api import create_app
+    from localbo.bootstrap import prepare_database
     from localbo.config import Settings
 
-    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'auth.db'}", tokens=TOKENS))
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'auth.db'}", tokens=TOKENS)
+    prepare_database(settings)
+    app = create_app(settings)
     with TestClient(app) as test_client:
         yield test_client
 
