@@ -13,7 +13,7 @@ from localbo import progress
 from localbo.api.auth import check_read
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, responses
-from localbo.api.schemas import DB_INT_MAX, SERIES_TYPES, STREAM_TYPES, EventsSince
+from localbo.api.schemas import DB_INT_MAX, SERIES_TYPES, STUDIES_EVENTS, TRIAL_EVENTS, EventsSince
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
@@ -33,7 +33,7 @@ def series(study: StudyName, service: ServiceDep, who: Caller, after: After = 0)
     return Response(progress.series(service.db, study, after), media_type="application/json")
 
 
-@router.get("/studies/{study}/events", response_class=StreamingResponse, responses=STREAM_TYPES | responses(*READ))
+@router.get("/studies/{study}/events", response_class=StreamingResponse, responses=TRIAL_EVENTS | responses(*READ))
 async def events(
     study: StudyName,
     request: Request,
@@ -50,7 +50,7 @@ async def events(
     return _event_stream(feed.poll, request, progress.POLL_SECONDS)
 
 
-@router.get("/events", response_class=StreamingResponse, responses=STREAM_TYPES | responses(401))
+@router.get("/events", response_class=StreamingResponse, responses=STUDIES_EVENTS | responses(401))
 async def studies_events(request: Request, service: ServiceDep, who: Caller) -> StreamingResponse:
     """Server-sent events for the studies list: ``studies`` (as ``GET /studies``, only those the token
     may read) at once and whenever a study's summary changes."""

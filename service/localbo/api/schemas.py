@@ -56,12 +56,25 @@ EventsSince = Annotated[
 SERIES_TYPES: dict[int | str, dict[str, Any]] = {
     200: {"description": "Columns of the trials", "content": {"application/json": {"schema": {"type": "object"}}}}
 }
-STREAM_TYPES: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "Server-sent events (never ends while the study exists)",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+
+
+def stream_types(*events: str) -> dict[int | str, dict[str, Any]]:
+    """A server-sent event stream's 200: each event is ``event`` (one of ``events``) and JSON ``data``."""
+    event = {
+        "type": "object",
+        "properties": {"event": {"type": "string", "enum": list(events)}, "data": {"type": "string"}},
+        "required": ["event", "data"],
     }
-}
+    return {
+        200: {
+            "description": "Server-sent events (never ends while the study exists)",
+            "content": {"text/event-stream": {"schema": event}},
+        }
+    }
+
+
+TRIAL_EVENTS = stream_types("trials", "study", "gone")
+STUDIES_EVENTS = stream_types("studies")
 
 
 class Strict(BaseModel):
