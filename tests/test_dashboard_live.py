@@ -1,16 +1,25 @@
-"""The dashboard's routes on a live server with tokens: the public shell, the event streams, shutdown."""
+"""The dashboard's routes on a live server with tokens: the public shell, the event streams, their load, shutdown."""
 
 from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from harness.processes import ServerProcess
+import sqlalchemy
+import uvicorn
+from fastapi import FastAPI
+from harness.processes import ServerProcess, free_port
+from localbo.api import create_app
+from localbo.bootstrap import prepare_database
+from localbo.broadcast import LIST_POLL_SECONDS
+from localbo.config import Settings
 
 pytestmark = pytest.mark.live
 
@@ -113,6 +122,85 @@ def test_studies_events_list_only_what_the_token_may_read(server: ServerProcess)
                 break
         else:
             pytest.fail("the new study did not arrive on the event stream")
+
+
+def test_a_reader_hears_nothing_when_only_a_study_it_may_not_read_changes(server: ServerProcess) -> None:
+    create(server.url, "team-quiet")
+    create(server.url, "other-busy")
+    with httpx.stream("GET", f"{server.url}/api/v1/events", headers=TEAM, timeout=60) as response:
+        stream = events(response, time.monotonic() + 60)
+        # the list as of the stream's last poll (up to a second old), then with the new study
+        first = next(data for _, data in stream if "team-quiet" in {s["name"] for s in data["studies"]})
+        busy = f"{server.url}/api/v1/studies/other-busy"
+        for _ in range(3):  # activity the team may not see, over more than two of the list's polls
+            asked = httpx.post(f"{busy}/ask", headers=ADM).json()["trials"][0]
+            httpx.post(f"{busy}/trials/{asked['number']}/tell", json={"value": 1.0}, headers=ADM)
+            time.sleep(1)
+        assert httpx.post(f"{server.url}/api/v1/studies/team-quiet/ask", headers=ADM).status_code == 200
+        name, data = next(stream)  # the first event since: the team's own study changed, nothing before it
+        assert name == "studies" and data != first
+        quiet = {s["name"]: s["summary"] for s in data["studies"]}["team-quiet"]
+        assert quiet["n_running"] == 1
+
+
+def test_one_poll_serves_every_open_list_stream(tmp_path: Path) -> None:
+    """Twelve open list streams cost the database what one does: one poll of the change marks per interval."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'fan.db'}")
+    prepare_database(settings)
+    app = create_app(settings)
+    marks_reads: list[float] = []
+
+    def count(conn, cursor, statement: str, *args) -> None:  # noqa: ANN001
+        if "GROUP BY trials.study_id, trials.state" in statement:
+            marks_reads.append(time.monotonic())
+
+    sqlalchemy.event.listen(app.state.service.db, "before_cursor_execute", count)
+    viewers = 12
+    with in_process_server(app) as url:
+        create(url, "watched")
+        opened = threading.Barrier(viewers + 1, timeout=60)
+        done = threading.Event()
+
+        def view() -> None:
+            with httpx.stream("GET", f"{url}/api/v1/events", headers=ADM, timeout=60) as response:
+                stream = events(response, time.monotonic() + 60)  # held: dropping it would close the response
+                assert next(stream)[0] == "studies"
+                opened.wait()
+                done.wait(60)
+
+        threads = [threading.Thread(target=view) for _ in range(viewers)]
+        for thread in threads:
+            thread.start()
+        opened.wait()
+        started, reads_before = time.monotonic(), len(marks_reads)
+        time.sleep(4)
+        held_s, reads = time.monotonic() - started, len(marks_reads) - reads_before
+        done.set()
+        for thread in threads:
+            thread.join(60)
+    # one poll per second per process, however many watch (before: one per viewer per second)
+    assert 0 < reads <= held_s / LIST_POLL_SECONDS + 2, (reads, held_s)
+
+
+@contextmanager
+def in_process_server(app: FastAPI) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread of this process, so the test can watch its engine."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=5)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "the in-process server did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        app.state.service.close(wait=True)
 
 
 def test_server_stops_promptly_with_an_event_stream_open(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import torch
 from conftest import unique
+from localbo.api.progress import study_json
 from localbo.policies.local import PATH_FLOATS, _extend_path
-from localbo.progress import Feed, StudiesFeed
+from localbo.progress import Feed, StudiesList
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}
 API = "/api/v1/studies"
@@ -130,23 +131,27 @@ def test_feed_says_when_the_study_is_gone(api) -> None:
     assert [event for event, _ in feed.poll()] == ["gone"]
 
 
-def test_studies_feed_resends_the_list_only_when_a_summary_changes(api) -> None:
+def test_studies_list_is_rebuilt_only_when_a_summary_changes_and_each_reader_sees_its_own(api) -> None:
     mine, other = create(api), create(api)
-    feed = StudiesFeed(api.app.state.service, lambda name: name != other)
+    studies = StudiesList(api.app.state.service, study_json)
 
-    def listed() -> dict[str, dict]:
-        events = feed.poll()
-        assert [event for event, _ in events] == ["studies"]
-        return {s["name"]: s["summary"] for s in decode(events[0][1])["studies"]}
+    def listed(readable=lambda name: name != other) -> dict[str, dict]:  # noqa: ANN001
+        snapshot = studies.poll()
+        assert snapshot is not None
+        return {s["name"]: s["summary"] for s in decode(snapshot.view(readable))["studies"]}
 
     first = listed()
     assert mine in first and other not in first and first[mine]["n_trials"] == 0
-    assert feed.poll() == []
+    assert studies.poll() is None
     trial = ask(api, mine)[0]
     assert listed()[mine]["n_running"] == 1
-    assert feed.poll() == []
+    assert studies.poll() is None
     tell(api, mine, trial["number"], value=0.5)
-    assert listed()[mine]["best_value"] == 0.5
+    snapshot = studies.poll()
+    assert snapshot is not None and decode(snapshot.view(lambda name: name == mine))["studies"][0]["name"] == mine
+    assert decode(snapshot.view(lambda name: False)) == {"studies": []}
+    listed_all = decode(snapshot.view(lambda name: True))  # the same JSON as GET /studies
+    assert listed_all == api.get(API).json()
     assert api.delete(f"{API}/{mine}").status_code == 204
     assert mine not in listed()
 

@@ -1,15 +1,17 @@
 """What people watching a study read: its trials as compact columns, and a feed of what changed.
 
 The series is one JSON object of columns (one entry per trial, by number) whose arrays the
-database builds itself, so 50,000 trials answer in one quick request. The feed is
-polled per viewer (a few indexed queries every ``POLL_SECONDS``), so it sees writes of every API
-process sharing the database; it remembers what it sent and returns only what changed since.
+database builds itself, so 50,000 trials answer in one quick request. A study's feed polls the
+database (a few indexed queries every ``POLL_SECONDS``), so it sees writes of every API process
+sharing the database; it remembers what it sent and returns only what changed since. The studies
+list is built once per change for every viewer (``StudiesList``; ``broadcast`` fans it out).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -110,18 +112,37 @@ class Feed:
         return events
 
 
-class StudiesFeed:
-    """One viewer's studies list: sent again (as ``GET /studies``) whenever a summary may have changed."""
+@dataclass(frozen=True)
+class StudiesSnapshot:
+    """The studies list as of one poll, each study's JSON (as in ``GET /studies``) built once for every viewer."""
 
-    def __init__(self, service: Any, readable: Callable[[str], bool]) -> None:
-        self.service, self.readable = service, readable
+    version: int
+    studies: tuple[tuple[str, str], ...]  # (name, JSON text)
+
+    def view(self, readable: Callable[[str], bool]) -> str:
+        """The ``studies`` event's data for a viewer who may read the studies ``readable`` allows."""
+        return '{"studies": [' + ", ".join(text for name, text in self.studies if readable(name)) + "]}"
+
+
+class StudiesList:
+    """The studies list, rebuilt only when the cheap change marks say a summary may have changed;
+    ``shown`` writes one study (a ``Studies.list`` entry) as ``GET /studies`` shows it."""
+
+    def __init__(self, service: Any, shown: Callable[[dict], str]) -> None:
+        self.service, self.shown = service, shown
         self.marks: list[tuple] | None = None
+        self.version = 0
 
-    def poll(self) -> list[tuple[str, str]]:
+    def poll(self) -> StudiesSnapshot | None:
+        """A new snapshot if a summary may have changed since the last poll (or after ``forget``), else None."""
         with self.service.db.begin() as conn:
             marks = feed.summary_marks(conn)  # a few ms where the summaries scan every trial
         if marks == self.marks:
-            return []
-        self.marks = marks
-        studies = [s for s in self.service.studies.list() if self.readable(s["name"])]
-        return [("studies", json.dumps({"studies": studies}))]
+            return None
+        studies = self.service.studies.list()
+        self.marks, self.version = marks, self.version + 1
+        return StudiesSnapshot(self.version, tuple((s["name"], self.shown(s)) for s in studies))
+
+    def forget(self) -> None:
+        """The next poll builds the list again (versions keep counting up)."""
+        self.marks = None

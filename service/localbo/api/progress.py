@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from localbo import progress
-from localbo.api.auth import check_read
+from localbo.api.auth import Principal, check_read
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, responses
-from localbo.api.schemas import DB_INT_MAX, SERIES_TYPES, STUDIES_EVENTS, TRIAL_EVENTS, EventsSince
+from localbo.api.schemas import DB_INT_MAX, SERIES_TYPES, STUDIES_EVENTS, TRIAL_EVENTS, EventsSince, StudyOut
+from localbo.broadcast import Live
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
-LIST_POLL_SECONDS = 1.0
 Events = list[tuple[str, str]]
 
 After = Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Only trials numbered above this")]
@@ -46,29 +46,61 @@ async def events(
     to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, trial
     count) and ``gone`` when the study is deleted."""
     check_read(who, study)
-    feed = await anyio.to_thread.run_sync(progress.Feed, service.db, study, after, since)
-    return _event_stream(feed.poll, request, progress.POLL_SECONDS)
+    hub = live(request.app.state)
+    feed = await hub.read(progress.Feed, service.db, study, after, since)
+    return _event_stream(_stream(hub, feed.poll, request.app.state.closing, progress.POLL_SECONDS))
 
 
 @router.get("/events", response_class=StreamingResponse, responses=STUDIES_EVENTS | responses(401))
 async def studies_events(request: Request, service: ServiceDep, who: Caller) -> StreamingResponse:
     """Server-sent events for the studies list: ``studies`` (as ``GET /studies``, only those the token
-    may read) at once and whenever a study's summary changes."""
-    return _event_stream(progress.StudiesFeed(service, who.can_read).poll, request, LIST_POLL_SECONDS)
+    may read) at once and whenever one of those studies' summaries changes."""
+    return _event_stream(_studies_stream(live(request.app.state), who, request.app.state.closing))
 
 
-def _event_stream(poll: Callable[[], Events], request: Request, interval: float) -> StreamingResponse:
+def live(state: Any) -> Live:
+    """The process's feeds (made by the first stream, in the event loop)."""
+    hub = getattr(state, "live", None)
+    if hub is None:
+        hub = state.live = Live(progress.StudiesList(state.service, study_json), state.closing)
+    return hub
+
+
+def study_json(study: dict) -> str:
+    """One study as ``GET /studies`` shows it."""
+    return StudyOut.model_validate(study).model_dump_json()
+
+
+def _event_stream(stream: AsyncIterator[str]) -> StreamingResponse:
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(_stream(poll, request, interval), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
 
 
-async def _stream(poll: Callable[[], Events], request: Request, interval: float) -> AsyncIterator[str]:
-    """Polls (in a thread) every ``interval`` until a ``gone`` event, the client leaves, or the server stops."""
+async def _studies_stream(hub: Live, who: Principal, closing: anyio.Event) -> AsyncIterator[str]:
+    """The process's one studies list, filtered to what ``who`` may read, sent when that view changes."""
+    yield "retry: 2000\n\n"
+    seen, sent = 0, None
+    quiet_since = anyio.current_time()
+    async with hub.studies.watching():
+        while not closing.is_set():
+            wait = max(0.0, quiet_since + KEEPALIVE_SECONDS - anyio.current_time())
+            snapshot = await hub.studies.next(seen, timeout=wait)
+            if snapshot is not None:
+                seen, view = snapshot.version, snapshot.view(who.can_read)
+                if view != sent:
+                    sent, quiet_since = view, anyio.current_time()
+                    yield f"event: studies\ndata: {view}\n\n"
+            if anyio.current_time() - quiet_since >= KEEPALIVE_SECONDS and not closing.is_set():
+                quiet_since = anyio.current_time()
+                yield ": keep-alive\n\n"
+
+
+async def _stream(hub: Live, poll: Callable[[], Events], closing: anyio.Event, interval: float) -> AsyncIterator[str]:
+    """Polls (under the feeds' limiter) every ``interval`` until ``gone``, the client leaves, or the server stops."""
     yield "retry: 2000\n\n"
     quiet_since = anyio.current_time()
-    closing: anyio.Event = request.app.state.closing
     while not closing.is_set():
-        events = await anyio.to_thread.run_sync(poll)
+        events = await hub.read(poll)
         for name, data in events:
             yield f"event: {name}\ndata: {data}\n\n"
         if any(name == "gone" for name, _ in events):
