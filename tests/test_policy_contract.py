@@ -3,10 +3,9 @@ points in the unit cube, at least ``count`` of them, a state that survives the e
 and the same points for the same seed and data whatever torch's global RNG holds, also while another
 thread runs the same policy and a third keeps reseeding the global RNG (no policy may read or seed it).
 
-Sequential runs must agree bit for bit. Concurrent ones agree to 1e-6: GPyTorch's exact posterior is
-not bitwise reproducible while another thread computes one (its mean differs in the last bits; plain
-torch linear algebra does not), which has nothing to do with random numbers; a policy that drew from
-the global RNG would return other points altogether."""
+Sequential and concurrent runs must agree bit for bit: no global RNG, and GPyTorch's settings per
+thread (policies/thread_settings.py; without it a posterior computed while another thread is inside a
+settings context takes another code path and differs in the last bits)."""
 
 from __future__ import annotations
 
@@ -140,7 +139,7 @@ def test_policy_keeps_the_contract_and_ignores_the_global_rng(name: str, kind: s
         torch.set_num_threads(threads)
     for slot in (0, 1):
         got = results[slot]
-        assert torch.allclose(got.X, first.X, rtol=0.0, atol=1e-6), f"{name} on {kind}: thread {slot} differs"
+        assert torch.equal(got.X, first.X), f"{name} on {kind}: thread {slot} differs"
         assert type(got.state) is type(first.state)
         if first.index is not None:
             assert got.index is not None and torch.equal(got.index, first.index)

@@ -10,6 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
+from localbo.policies import thread_settings  # noqa: F401  (GPyTorch's settings per thread, before any model)
 from localbo.policies.base import (
     Box,
     Display,
