@@ -1,0 +1,349 @@
+"""Dashboard load: ask/tell latency of one client with 0 and with 200 open studies-list streams, side by side.
+
+What it measures, per storage backend, in one run against one ``localbo serve`` process (a subprocess
+on a fresh database, tokens on): one client asks and tells as fast as it can on one study (policy
+``random``, 3 floats, so nothing but the service's overhead is timed) over loopback HTTP with a
+kept-alive connection, for ``--seconds`` per configuration; first with no dashboard open, then with
+``--streams`` open ``GET /api/v1/events`` streams (an asyncio httpx client in a child process, so
+the readers do not share this process's interpreter lock with the timed client). Each stream has
+a token of its own: half may read the busy study (they should get a ``studies`` event about once
+a second), half may read only a quiet study of their own (they should get the first list and
+nothing after). The database also holds 30 quiet studies of 5 trials each, so the list has weight.
+
+Reported per configuration: ask latency (p50, p95), tell p50, complete cycles per second, and
+CPU seconds of the server, of this client and of the readers beside the wall seconds (the machine
+may be shared and small: a CPU second spent by the server is the cost). The goal: the ask p50
+with the streams open at most twice the p50 without.
+
+    .venv/bin/python benchmarks/dashboard_load.py                     # sqlite and postgres, 30 s each
+    .venv/bin/python benchmarks/dashboard_load.py --backends sqlite
+    .venv/bin/python benchmarks/dashboard_load.py --smoke             # ~30 s; writes to a temp dir
+
+The full run writes ``benchmarks/results/dashboard_load.{md,json}`` whole (or into ``--out``);
+``--smoke`` never writes there. The run is niced (``os.nice(10)``), children included. Postgres is
+reached through ``LOCALBO_BENCH_PG`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``),
+on a fresh database dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from harness.processes import ServerProcess, fresh_database
+
+RESULTS = Path(__file__).resolve().parent / "results"
+GOAL_RATIO = 2.0
+QUIET_STUDIES = 30
+BUSY = "load-busy"
+ADMIN = {"Authorization": "Bearer bench"}
+SPACE = {k: {"type": "float", "low": 0.0, "high": 1.0} for k in ("a", "b", "c")}
+
+
+@dataclass
+class Plan:
+    backends: list[str]
+    streams: list[int]
+    seconds: float
+    smoke: bool
+
+
+@dataclass
+class Row:
+    backend: str
+    streams: int
+    cycles: int
+    wall_s: float
+    cycles_per_s: float
+    ask_p50_ms: float
+    ask_p95_ms: float
+    tell_p50_ms: float
+    errors: int
+    server_cpu_s: float
+    client_cpu_s: float
+    readers_cpu_s: float
+    events_per_reader_of_busy: float  # per stream that may read the busy study, over the whole hold
+    events_max_per_reader_not_of_busy: int  # the first list only: 1
+    stream_errors: int
+
+
+def viewer_tokens(n: int) -> list[tuple[str, str]]:
+    """(token, scope): odd readers may read the busy study, every reader its own quiet one."""
+    return [(f"v{i}", f"read:quiet-{i % QUIET_STUDIES}" + (f",read:{BUSY}" if i % 2 else "")) for i in range(n)]
+
+
+def tokens_setting(n: int) -> str:
+    return ";".join(["bench=admin"] + [f"{token}={scope}" for token, scope in viewer_tokens(n)])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- the readers (a child process) ------------------------------------------------------------------
+
+
+def hold_streams(url: str, tokens: list[str], ready: Any, stop: Any, results: Any) -> None:
+    results.put(asyncio.run(_hold(url, tokens, ready, stop)))
+
+
+async def _hold(url: str, tokens: list[str], ready: Any, stop: Any) -> dict:
+    counts = [0] * len(tokens)
+    errors: list[str] = []
+    first = [asyncio.Event() for _ in tokens]
+    limits = httpx.Limits(max_connections=len(tokens) + 8, max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None), limits=limits) as client:
+
+        async def read(i: int, token: str) -> None:
+            try:
+                headers = {"Authorization": f"Bearer {token}"}
+                async with client.stream("GET", f"{url}/api/v1/events", headers=headers) as response:
+                    response.raise_for_status()
+                    async for line in response.aiter_lines():
+                        if line.startswith("event: studies"):
+                            counts[i] += 1
+                            first[i].set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # counted and reported; the run goes on
+                errors.append(f"{token}: {exc!r}")
+                first[i].set()
+
+        tasks = [asyncio.create_task(read(i, token)) for i, token in enumerate(tokens)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(event.wait() for event in first)), timeout=120)
+        except TimeoutError:
+            errors.append("not every stream got its first list within 120 s")
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.1)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return {"events": counts, "errors": errors, "cpu_s": time.process_time()}
+
+
+# -- the timed client ------------------------------------------------------------------------------
+
+
+def asktell(url: str, seconds: float, warmup_s: float) -> tuple[list[float], list[float], int, float]:
+    """Ask/tell cycles for ``seconds`` after a warm-up: ask and tell latencies, errors, wall seconds."""
+    asks: list[float] = []
+    tells: list[float] = []
+    errors = 0
+    with httpx.Client(base_url=f"{url}/api/v1/studies/{BUSY}", headers=ADMIN, timeout=60) as http:
+        started = time.perf_counter()
+        measure_from = started + warmup_s
+        while (now := time.perf_counter()) < measure_from + seconds:
+            t0 = time.perf_counter()
+            r = http.post("/ask", json={"count": 1})
+            t1 = time.perf_counter()
+            if r.status_code != 200:
+                errors += 1
+                continue
+            trial = r.json()["trials"][0]
+            value = sum((v - 0.3) ** 2 for v in trial["params"].values())
+            r = http.post(f"/trials/{trial['number']}/tell", json={"value": value})
+            t2 = time.perf_counter()
+            if r.status_code != 200:
+                errors += 1
+            if now >= measure_from:
+                asks.append(t1 - t0)
+                tells.append(t2 - t1)
+        return asks, tells, errors, time.perf_counter() - measure_from
+
+
+def seed_studies(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/api/v1", headers=ADMIN, timeout=60) as http:
+        for name in [BUSY] + [f"quiet-{j}" for j in range(QUIET_STUDIES)]:
+            r = http.post("/studies", json={"name": name, "space": SPACE, "policy": "random", "seed": 1})
+            r.raise_for_status()
+            if name != BUSY:
+                for k in range(5):
+                    body = {"params": {"a": k / 5, "b": 0.5, "c": 0.5}, "value": float(k)}
+                    http.post(f"/studies/{name}/trials", json=body).raise_for_status()
+
+
+def measure(url: str, server: ServerProcess, backend: str, streams: int, plan: Plan) -> Row:
+    readers: dict = {"events": [], "errors": [], "cpu_s": 0.0}
+    spawn = mp.get_context("spawn")
+    ready, stop, results = spawn.Event(), spawn.Event(), spawn.Queue()
+    child = None
+    if streams:
+        tokens = [token for token, _ in viewer_tokens(streams)]
+        child = spawn.Process(target=hold_streams, args=(url, tokens, ready, stop, results), daemon=True)
+        child.start()
+        if not ready.wait(180):
+            raise RuntimeError("the readers did not open their streams within 180 s")
+    server_cpu, client_cpu = cpu_seconds(server.proc.pid), time.process_time()
+    asks, tells, errors, wall = asktell(url, plan.seconds, warmup_s=1.0 if plan.smoke else 3.0)
+    server_cpu, client_cpu = cpu_seconds(server.proc.pid) - server_cpu, time.process_time() - client_cpu
+    if child is not None:
+        stop.set()
+        readers = results.get(timeout=120)
+        child.join(60)
+    scopes = viewer_tokens(streams)
+    of_busy = [n for n, (_, scope) in zip(readers["events"], scopes, strict=True) if BUSY in scope]
+    not_of_busy = [n for n, (_, scope) in zip(readers["events"], scopes, strict=True) if BUSY not in scope]
+    ms = np.array(asks) * 1000
+    row = Row(
+        backend=backend,
+        streams=streams,
+        cycles=len(asks),
+        wall_s=round(wall, 2),
+        cycles_per_s=round(len(asks) / wall, 2),
+        ask_p50_ms=round(float(np.percentile(ms, 50)), 2),
+        ask_p95_ms=round(float(np.percentile(ms, 95)), 2),
+        tell_p50_ms=round(float(np.percentile(np.array(tells) * 1000, 50)), 2),
+        errors=errors,
+        server_cpu_s=round(server_cpu, 2),
+        client_cpu_s=round(client_cpu, 2),
+        readers_cpu_s=round(readers["cpu_s"], 2),
+        events_per_reader_of_busy=round(float(np.mean(of_busy)), 1) if of_busy else 0.0,
+        events_max_per_reader_not_of_busy=max(not_of_busy, default=0),
+        stream_errors=len(readers["errors"]),
+    )
+    print(
+        f"  {backend:8} {streams:4} streams: ask p50 {row.ask_p50_ms:7.1f} ms  p95 {row.ask_p95_ms:7.1f} ms  "
+        f"{row.cycles_per_s:6.1f} cycles/s  server CPU {row.server_cpu_s:5.1f} s of {row.wall_s:5.1f} s wall",
+        flush=True,
+    )
+    for error in readers["errors"][:3]:
+        print(f"    stream error: {error}", file=sys.stderr)
+    return row
+
+
+def run_backend(backend: str, plan: Plan, workdir: Path) -> list[Row]:
+    rows = []
+    with fresh_database(backend, workdir, "dashload") as url:
+        server = ServerProcess(
+            url, log_path=workdir / f"server-{backend}.log", LOCALBO_TOKENS=tokens_setting(max(plan.streams))
+        )
+        try:
+            seed_studies(server.url)
+            for streams in plan.streams:
+                rows.append(measure(server.url, server, backend, streams, plan))
+        finally:
+            server.stop()
+    return rows
+
+
+def verdicts(rows: list[Row]) -> list[dict]:
+    out = []
+    for backend in dict.fromkeys(r.backend for r in rows):
+        mine = {r.streams: r for r in rows if r.backend == backend}
+        quiet, loaded = mine.get(0), mine.get(max(mine))
+        if quiet is None or loaded is None or loaded is quiet:
+            continue
+        ratio = loaded.ask_p50_ms / quiet.ask_p50_ms
+        out.append(
+            {
+                "backend": backend,
+                "streams": loaded.streams,
+                "p50_ratio": round(ratio, 2),
+                "goal": GOAL_RATIO,
+                "met": ratio <= GOAL_RATIO,
+            }
+        )
+    return out
+
+
+def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
+    judged = verdicts(rows)
+    data = {"meta": meta, "plan": asdict(plan), "rows": [asdict(r) for r in rows], "verdicts": judged}
+    (out / "dashboard_load.json").write_text(json.dumps(data, indent=2) + "\n")
+    lines = [
+        "# Dashboard load: ask/tell with open studies-list streams",
+        "",
+        f"Written by `benchmarks/dashboard_load.py`{' (smoke run)' if plan.smoke else ''} on {meta['when']}, "
+        f"{meta['machine']} ({meta['cpus']} CPUs, load average {meta['load_before']} before the run), niced. "
+        f"One client asks and tells on one study ({plan.seconds:.0f} s per row, after a warm-up); the streams are "
+        "`GET /api/v1/events`, each with a token of its own, half of them allowed to read the busy study.",
+        "",
+        "| backend | open streams | ask p50 ms | ask p95 ms | tell p50 ms | cycles/s | errors | server CPU s "
+        "| wall s | client CPU s | readers CPU s | events per reader of the busy study | "
+        "most events to a reader not of it |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.backend} | {r.streams} | {r.ask_p50_ms:.1f} | {r.ask_p95_ms:.1f} | {r.tell_p50_ms:.1f} | "
+            f"{r.cycles_per_s:.1f} | {r.errors + r.stream_errors} | {r.server_cpu_s:.1f} | {r.wall_s:.1f} | "
+            f"{r.client_cpu_s:.1f} | {r.readers_cpu_s:.1f} | {r.events_per_reader_of_busy:.1f} | "
+            f"{r.events_max_per_reader_not_of_busy} |"
+        )
+    lines += ["", f"Goal: ask p50 with the streams open at most {GOAL_RATIO:.0f}x the p50 without.", ""]
+    for v in judged:
+        lines.append(
+            f"- {v['backend']}: p50 with {v['streams']} streams / p50 with none = {v['p50_ratio']:.2f} "
+            f"({'met' if v['met'] else 'NOT met'})"
+        )
+    lines += [
+        "",
+        "A reader not allowed to read the busy study gets the first list and nothing after (1 event), however",
+        "busy that study is; a reader of it gets about one event per second of the hold (the list polls once a",
+        "second per process and sends a reader only what changed in its own view).",
+        "",
+    ]
+    (out / "dashboard_load.md").write_text("\n".join(lines))
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    backends = [b.strip() for b in (args.backends or ("sqlite" if args.smoke else "sqlite,postgres")).split(",")]
+    streams = [int(s) for s in (args.streams or ("0,20" if args.smoke else "0,200")).split(",")]
+    seconds = args.seconds or (4.0 if args.smoke else 30.0)
+    return Plan(backends, streams, seconds, smoke=args.smoke)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="20 streams, 4 s, sqlite; never writes the results")
+    parser.add_argument("--backends", help="comma-separated: sqlite,postgres (default both; smoke: sqlite)")
+    parser.add_argument("--streams", help="comma-separated open stream counts (default 0,200; smoke 0,20)")
+    parser.add_argument("--seconds", type=float, help="timed seconds per row (default 30; smoke 4)")
+    parser.add_argument("--out", type=Path, help=f"where to write the results (default {RESULTS})")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        if args.out is not None and args.out.resolve() == RESULTS.resolve():
+            parser.error("--smoke does not write into benchmarks/results; pass another --out")
+        out = args.out or Path(tempfile.mkdtemp(prefix="dashload-smoke-"))
+    else:
+        out = args.out or RESULTS
+    out.mkdir(parents=True, exist_ok=True)
+    os.nice(10)  # a shared machine: the run yields to others (children inherit it)
+    plan = make_plan(args)
+    meta = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": platform.node() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_before": round(os.getloadavg()[0], 2),
+        "python": platform.python_version(),
+        "smoke": plan.smoke,
+    }
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="dashload-") as tmp:
+        for backend in plan.backends:
+            print(f"{backend}:", flush=True)
+            rows += run_backend(backend, plan, Path(tmp))
+    meta["load_after"] = round(os.getloadavg()[0], 2)
+    write(out, plan, rows, meta)
+    print((out / "dashboard_load.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
