@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from conftest import unique
 from sqlalchemy import create_engine, text
-from test_bad_input import API, GOOD_PARAMS, SPACE, assert_error, ask, create, no_study_created, tell, unchanged
+from test_bad_input import API, GOOD_PARAMS, SPACE, ask, assert_error, create, no_study_created, tell, unchanged
 
 JSON = {"content-type": "application/json"}
 FINITE = {"kind": "finite", "candidates": [{"id": "a", "params": {"x": 1.0}}, {"id": "b", "params": {"x": 2.0}}]}
@@ -184,9 +185,28 @@ def test_after_beyond_the_database_integer(api: Any, study: str, path: str, afte
     assert_error(api.get(f"{API}/{study}/{path}", params={"after": after}), 422, "after", "2147483647")
 
 
-@pytest.mark.parametrize("since", ["0001-01-01T00:00:00", "0001-01-01T00:00:00+00:00", "9999-12-31T23:59:59-12:00"])
-def test_events_since_far_past_or_future(api: Any, study: str, since: str) -> None:
-    assert_error(api.get(f"{API}/{study}/events", params={"since": since}), 422, "since", "expected a time between")
+FAR_TIMES = ["0001-01-01T00:00:00", "0001-01-01T00:00:00+00:00", "9999-12-31T23:59:59-12:00", "9044-09-15T21:16+16:03"]
+
+
+def test_events_since_far_past_or_future(live_server: Any) -> None:
+    """The stream starts (a far past means everything finished, a far future nothing), never a 500."""
+    name = unique("hostile")
+    body = {"name": name, "space": SPACE, "policy": "random"}
+    assert httpx.post(f"{live_server.url}{API}", json=body, timeout=30).status_code == 201
+    for since in FAR_TIMES:
+        url = f"{live_server.url}{API}/{name}/events"
+        with httpx.stream("GET", url, params={"since": since}, timeout=30) as resp:
+            assert resp.status_code == 200, (since, resp.read())
+            first = next(line for line in resp.iter_lines() if line.startswith("event:"))
+        assert first == "event: study", since
+
+
+@pytest.mark.parametrize("text", ["x\ra,b\n1,2", "x\n" + "9" * 200_000], ids=["lone-carriage-return", "huge-field"])
+def test_malformed_csv_space(api: Any, text: str) -> None:
+    name = unique("hostile")
+    with no_study_created(api, name):
+        resp = api.post(API, json={"name": name, "space": {"kind": "finite", "csv": text}, "policy": "random"})
+        assert_error(resp, 422, "space.csv", "malformed CSV")
 
 
 BEYOND_FLOAT = "1" + "0" * 400

@@ -86,6 +86,13 @@ def _params(names: list[str], values: list[float]) -> dict[str, float | int]:
 def _rows_from_csv(text: Any) -> list[dict[str, Any]]:
     if not isinstance(text, str) or not text.strip():
         raise SpaceError("space.csv", "expected CSV text with a header row (an optional 'id' column, then parameters)")
+    try:
+        return _read_csv(text)
+    except csv.Error as exc:  # a lone carriage return, an unclosed quote at the end, a huge field...
+        raise SpaceError("space.csv", f"malformed CSV ({exc})") from None
+
+
+def _read_csv(text: str) -> list[dict[str, Any]]:
     reader = csv.reader(io.StringIO(text.strip()))
     header = [h.strip() for h in next(reader)]
     if len(set(header)) != len(header) or not all(header):
