@@ -7,11 +7,12 @@ from typing import Any
 
 import torch
 
+from localbo.policies import get_policy
 from localbo.policies.base import FiniteSpace, Policy, PolicyConfig, PolicyState, SpaceStructure, SuggestRequest
 
 
 def make_request(
-    cls: type[Policy],
+    policy: type[Policy] | str,
     X: torch.Tensor,
     y: torch.Tensor,
     *,
@@ -26,7 +27,8 @@ def make_request(
     finite: FiniteSpace | None = None,
     device: torch.device | str = "cpu",
 ) -> SuggestRequest:
-    """``cls``'s request on X (n x d), y (n, to minimise); ``state`` a State, its raw data or None (fresh)."""
+    """``policy``'s request on X (n x d), y (n, to minimise); ``state`` a State, its raw data or None (fresh)."""
+    cls = get_policy(policy) if isinstance(policy, str) else policy
     d = dim if dim is not None else X.shape[-1]
     X = X.to(torch.float64).reshape(-1, d)
     if not isinstance(state, PolicyState):
