@@ -18,6 +18,7 @@ with the streams open at most twice the p50 without.
     .venv/bin/python benchmarks/dashboard_load.py                     # sqlite and postgres, 30 s each
     .venv/bin/python benchmarks/dashboard_load.py --backends sqlite
     .venv/bin/python benchmarks/dashboard_load.py --smoke             # ~30 s; writes to a temp dir
+    .venv/bin/python benchmarks/dashboard_load.py --baseline /tmp/old/service   # adds rows served by another checkout
 
 The full run writes ``benchmarks/results/dashboard_load.{md,json}`` whole (or into ``--out``);
 ``--smoke`` never writes there. The run is niced (``os.nice(10)``), children included. Postgres is
@@ -33,6 +34,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,11 +60,13 @@ class Plan:
     streams: list[int]
     seconds: float
     smoke: bool
+    baseline: str | None = None  # another checkout's service/ directory, served in extra rows
 
 
 @dataclass
 class Row:
     backend: str
+    server: str  # "this tree", or "baseline" (the server from --baseline)
     streams: int
     cycles: int
     wall_s: float
@@ -178,7 +182,7 @@ def seed_studies(url: str) -> None:
                     http.post(f"/studies/{name}/trials", json=body).raise_for_status()
 
 
-def measure(url: str, server: ServerProcess, backend: str, streams: int, plan: Plan) -> Row:
+def measure(url: str, server: ServerProcess, label: str, backend: str, streams: int, plan: Plan) -> Row:
     readers: dict = {"events": [], "errors": [], "cpu_s": 0.0}
     spawn = mp.get_context("spawn")
     ready, stop, results = spawn.Event(), spawn.Event(), spawn.Queue()
@@ -202,6 +206,7 @@ def measure(url: str, server: ServerProcess, backend: str, streams: int, plan: P
     ms = np.array(asks) * 1000
     row = Row(
         backend=backend,
+        server=label,
         streams=streams,
         cycles=len(asks),
         wall_s=round(wall, 2),
@@ -218,7 +223,7 @@ def measure(url: str, server: ServerProcess, backend: str, streams: int, plan: P
         stream_errors=len(readers["errors"]),
     )
     print(
-        f"  {backend:8} {streams:4} streams: ask p50 {row.ask_p50_ms:7.1f} ms  p95 {row.ask_p95_ms:7.1f} ms  "
+        f"  {backend:8} {label:9} {streams:4} streams: ask p50 {row.ask_p50_ms:7.1f} ms  p95 {row.ask_p95_ms:7.1f} ms  "
         f"{row.cycles_per_s:6.1f} cycles/s  server CPU {row.server_cpu_s:5.1f} s of {row.wall_s:5.1f} s wall",
         flush=True,
     )
@@ -227,16 +232,17 @@ def measure(url: str, server: ServerProcess, backend: str, streams: int, plan: P
     return row
 
 
-def run_backend(backend: str, plan: Plan, workdir: Path) -> list[Row]:
+def run_backend(backend: str, plan: Plan, workdir: Path, label: str = "this tree") -> list[Row]:
     rows = []
+    env = {"LOCALBO_TOKENS": tokens_setting(max(plan.streams))}
+    if label == "baseline" and plan.baseline:
+        env["PYTHONPATH"] = plan.baseline  # the server imports localbo from the other checkout
     with fresh_database(backend, workdir, "dashload") as url:
-        server = ServerProcess(
-            url, log_path=workdir / f"server-{backend}.log", LOCALBO_TOKENS=tokens_setting(max(plan.streams))
-        )
+        server = ServerProcess(url, log_path=workdir / f"server-{backend}-{label.replace(' ', '-')}.log", **env)
         try:
             seed_studies(server.url)
             for streams in plan.streams:
-                rows.append(measure(server.url, server, backend, streams, plan))
+                rows.append(measure(server.url, server, label, backend, streams, plan))
         finally:
             server.stop()
     return rows
@@ -244,8 +250,8 @@ def run_backend(backend: str, plan: Plan, workdir: Path) -> list[Row]:
 
 def verdicts(rows: list[Row]) -> list[dict]:
     out = []
-    for backend in dict.fromkeys(r.backend for r in rows):
-        mine = {r.streams: r for r in rows if r.backend == backend}
+    for backend, label in dict.fromkeys((r.backend, r.server) for r in rows):
+        mine = {r.streams: r for r in rows if (r.backend, r.server) == (backend, label)}
         quiet, loaded = mine.get(0), mine.get(max(mine))
         if quiet is None or loaded is None or loaded is quiet:
             continue
@@ -253,6 +259,7 @@ def verdicts(rows: list[Row]) -> list[dict]:
         out.append(
             {
                 "backend": backend,
+                "server": label,
                 "streams": loaded.streams,
                 "p50_ratio": round(ratio, 2),
                 "goal": GOAL_RATIO,
@@ -269,19 +276,21 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
     lines = [
         "# Dashboard load: ask/tell with open studies-list streams",
         "",
-        f"Written by `benchmarks/dashboard_load.py`{' (smoke run)' if plan.smoke else ''} on {meta['when']}, "
+        f"Written by `benchmarks/dashboard_load.py`{' (smoke run)' if plan.smoke else ''} at commit "
+        f"{meta.get('commit')} on {meta['when']}, "
         f"{meta['machine']} ({meta['cpus']} CPUs, load average {meta['load_before']} before the run), niced. "
         f"One client asks and tells on one study ({plan.seconds:.0f} s per row, after a warm-up); the streams are "
         "`GET /api/v1/events`, each with a token of its own, half of them allowed to read the busy study.",
         "",
-        "| backend | open streams | ask p50 ms | ask p95 ms | tell p50 ms | cycles/s | errors | server CPU s "
+        "| backend | server | open streams | ask p50 ms | ask p95 ms | tell p50 ms | cycles/s | errors | server CPU s "
         "| wall s | client CPU s | readers CPU s | events per reader of the busy study | "
         "most events to a reader not of it |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.backend} | {r.streams} | {r.ask_p50_ms:.1f} | {r.ask_p95_ms:.1f} | {r.tell_p50_ms:.1f} | "
+            f"| {r.backend} | {r.server} | {r.streams} | {r.ask_p50_ms:.1f} | {r.ask_p95_ms:.1f} | "
+            f"{r.tell_p50_ms:.1f} | "
             f"{r.cycles_per_s:.1f} | {r.errors + r.stream_errors} | {r.server_cpu_s:.1f} | {r.wall_s:.1f} | "
             f"{r.client_cpu_s:.1f} | {r.readers_cpu_s:.1f} | {r.events_per_reader_of_busy:.1f} | "
             f"{r.events_max_per_reader_not_of_busy} |"
@@ -289,9 +298,15 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
     lines += ["", f"Goal: ask p50 with the streams open at most {GOAL_RATIO:.0f}x the p50 without.", ""]
     for v in judged:
         lines.append(
-            f"- {v['backend']}: p50 with {v['streams']} streams / p50 with none = {v['p50_ratio']:.2f} "
+            f"- {v['backend']}, {v['server']}: p50 with {v['streams']} streams / p50 with none = {v['p50_ratio']:.2f} "
             f"({'met' if v['met'] else 'NOT met'})"
         )
+    if plan.baseline:
+        lines += [
+            "",
+            f"The `baseline` rows: the same benchmark against the server of commit {meta.get('baseline_commit')} "
+            "(each open list stream polling and rebuilding the list for itself, in the threads requests use).",
+        ]
     lines += [
         "",
         "A reader not allowed to read the busy study gets the first list and nothing after (1 event), however",
@@ -302,11 +317,17 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
     (out / "dashboard_load.md").write_text("\n".join(lines))
 
 
+def commit_of(path: Path) -> str:
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
 def make_plan(args: argparse.Namespace) -> Plan:
     backends = [b.strip() for b in (args.backends or ("sqlite" if args.smoke else "sqlite,postgres")).split(",")]
     streams = [int(s) for s in (args.streams or ("0,20" if args.smoke else "0,200")).split(",")]
     seconds = args.seconds or (4.0 if args.smoke else 30.0)
-    return Plan(backends, streams, seconds, smoke=args.smoke)
+    baseline = str(args.baseline.resolve()) if args.baseline else None
+    return Plan(backends, streams, seconds, smoke=args.smoke, baseline=baseline)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", help="comma-separated: sqlite,postgres (default both; smoke: sqlite)")
     parser.add_argument("--streams", help="comma-separated open stream counts (default 0,200; smoke 0,20)")
     parser.add_argument("--seconds", type=float, help="timed seconds per row (default 30; smoke 4)")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout's service/ dir: also run its server (e.g. before a change)"
+    )
     parser.add_argument("--out", type=Path, help=f"where to write the results (default {RESULTS})")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -332,13 +356,18 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "load_before": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
+        "commit": commit_of(Path(__file__).resolve().parent),
         "smoke": plan.smoke,
     }
+    if plan.baseline:
+        meta["baseline_commit"] = commit_of(Path(plan.baseline))
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="dashload-") as tmp:
         for backend in plan.backends:
             print(f"{backend}:", flush=True)
             rows += run_backend(backend, plan, Path(tmp))
+            if plan.baseline:
+                rows += run_backend(backend, plan, Path(tmp), label="baseline")
     meta["load_after"] = round(os.getloadavg()[0], 2)
     write(out, plan, rows, meta)
     print((out / "dashboard_load.md").read_text())
