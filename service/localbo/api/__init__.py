@@ -44,6 +44,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         lifespan=lifespan,
         docs_url=None,  # served by openapi.install, without a CDN
         redoc_url=None,
+        generate_unique_id_function=openapi.operation_id,
     )
     app.state.settings = settings
     app.state.tokens = tokens

@@ -8,6 +8,7 @@ describe what is taken and returned; ``schemas.documented`` points each field at
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
@@ -104,12 +106,42 @@ class FiniteSummary(Described):
     allow_repeats: bool
 
 
+class TellComplete(Described):
+    value: float = Field(description="The objective value")
+    state: Literal["complete"] = "complete"
+    reason: str | None = Field(default=None, max_length=10_000)
+
+
+class TellFailed(Described):
+    state: Literal["failed"]
+    value: float | None = Field(default=None, description="Accepted and ignored")
+    reason: str | None = Field(default=None, max_length=10_000, description="Why the trial failed")
+
+
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its route's name (create_study, ask, tell): generated clients name their
+    functions after it."""
+    return route.name
+
+
+def _defaults_described(config: dict[str, Any]) -> None:
+    """A config key's default goes in its description, not ``default``: a generated client sends every key
+    with a default, and each kind of space refuses the other's keys (a finite space refuses ``candidates``)."""
+    for key in config.get("properties", {}).values():
+        default = key.pop("default", None)
+        if default is not None:
+            key["description"] = f"{key.get('description', '')} (default: {json.dumps(default)})".lstrip()
+
+
 def _components() -> dict[str, Any]:
     """The described models as OpenAPI components, and the unions that name them."""
     configs = list({cls.Config.__name__: cls.Config for cls in registry().values()}.values())
     models = [FloatParam, IntParam, CategoricalParam, FiniteCandidates, FiniteCsv, FiniteSummary, *configs]
+    models += [TellComplete, TellFailed]
     _, schema = models_json_schema([(m, "validation") for m in models], ref_template=REF)
     components: dict[str, Any] = schema.get("$defs", {})
+    for config in configs:
+        _defaults_described(components[config.__name__])
     ref = REF.format
     space = {
         "type": "object",
@@ -136,6 +168,13 @@ def _components() -> dict[str, Any]:
         "anyOf": [{"$ref": ref(model=c.__name__)} for c in configs],
         "description": "The chosen policy's Config: "
         + ", ".join(f"{n}: {c.Config.__name__}" for n, c in registry().items()),
+    }
+    # A study's config as returned: a plain object, since which Config it is depends on the policy beside
+    # it (a client given the union above would read every config as its first member and drop keys).
+    components["PolicyConfigOut"] = {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "The policy's Config (see PolicyConfig), defaults filled in",
     }
     components["Params"] = {
         "type": "object",

@@ -124,7 +124,7 @@ class StudyOut(BaseModel):
     direction: str
     space: Annotated[dict[str, Any], documented("SpaceOut", "The space as stored (finite: a summary)")]
     policy: str
-    policy_config: Annotated[dict[str, Any], documented("PolicyConfig", "The config, defaults filled in")]
+    policy_config: Annotated[dict[str, Any], documented("PolicyConfigOut", "The config, defaults filled in")]
     metadata: Metadata
     seed: int
     created_at: datetime
@@ -165,11 +165,12 @@ class AskResponse(BaseModel):
 
 
 def _tell_shapes(schema: dict[str, Any]) -> None:
-    """A tell is complete with a value, or failed (the value then optional)."""
-    schema["anyOf"] = [
-        {"required": ["value"], "properties": {"value": {"type": "number"}}},
-        {"required": ["state"], "properties": {"state": {"const": "failed"}}},
-    ]
+    """Documented as its two shapes (``api/openapi.py``): complete with a value, or failed (the value then
+    optional). Each shape is a whole object, so a generated client has a class per shape that sends every
+    field (one anyOf beside the shared properties gave it classes without ``reason``)."""
+    schema.clear()
+    schema["anyOf"] = [{"$ref": f"#/components/schemas/{shape}"} for shape in ("TellComplete", "TellFailed")]
+    schema["title"] = "TellRequest"
 
 
 class TellRequest(Strict):

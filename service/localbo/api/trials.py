@@ -25,9 +25,10 @@ from localbo.json_values import readable
 
 router = APIRouter(prefix="/api/v1/studies/{study}", tags=["trials"])
 TrialNumber = Annotated[int, Path(ge=1, le=DB_INT_MAX, description="The trial's number within its study")]
+# CSV first: a generated client reads a 200 by its first type, and text reads either format, JSON not CSV.
 EXPORT_TYPES = {
-    "application/json": {"schema": {"type": "object", "description": '{"study": ..., "trials": [...]}'}},
     "text/csv": {"schema": {"type": "string"}},
+    "application/json": {"schema": {"type": "object", "description": '{"study": ..., "trials": [...]}'}},
 }
 
 
