@@ -62,6 +62,17 @@ class Settings(BaseSettings):
     celery_visibility_timeout: float = Field(
         default=900.0, gt=0, description="A task a dead worker held is handed out again after this many seconds"
     )
+    task_heartbeat_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="A worker refreshes its heartbeat this often; after 5 missed beats the API calls its task lost "
+        "and sends it again (once)",
+    )
+    task_pickup_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        description="A queued task no live worker serves for this long is computed in the API process instead",
+    )
     gpu_min_size: int = Field(
         default=0, ge=0, description="Route studies with observations x parameters >= this to the gpu queue (0: never)"
     )

@@ -4,21 +4,31 @@ Reliability settings: a task is acknowledged only after it finished (``task_acks
 handed back to the queue if its worker process dies (``task_reject_on_worker_lost``); a task whose
 whole worker was SIGKILLed is handed out again by Redis after ``visibility_timeout`` seconds.
 Each worker takes one task at a time (prefetch 1), since a task is seconds of compute.
+
+The visibility timeout is no way to notice a dead worker quickly (a shorter one would hand a long computation
+to a second worker while the first still runs it): a worker instead publishes its heartbeat and its tasks'
+(``liveness.py``), and the API re-sends a task whose heartbeat lapsed (``celery_executor.py``).
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 from typing import Any
 
 import torch
-from celery import Celery
+from celery import Celery, Task
+from celery.exceptions import Ignore
+from celery.signals import task_received, task_revoked, worker_ready
 
 from localbo.config import Settings
 from localbo.workers.base import run_suggest
+from localbo.workers.liveness import Liveness, Pulse, worker_pulse
 from localbo.workers.wire import request_from_wire, suggestion_to_wire
 
+log = logging.getLogger("localbo.workers")
 TASK = "localbo.suggest"
+LIVENESS = "localbo_liveness"  # the app's Liveness, in its conf
 CONNECT_TIMEOUT_S = 2.0  # a Redis outage must cost an ask seconds, not minutes
 
 _worker_device = torch.device("cpu")
@@ -46,6 +56,45 @@ def suggest(payload: dict[str, Any]) -> dict[str, Any]:
     return suggestion_to_wire(run_suggest(policy, request), f"{socket.gethostname()}/{_worker_device}")
 
 
+def suggest_task(task: Task, payload: dict[str, Any]) -> dict[str, Any]:
+    """``suggest`` under the task's claim and heartbeat; a task abandoned or run before is dropped."""
+    pulse = worker_pulse(task.app.backend.client, task.app.conf[LIVENESS], task.request.hostname or "worker")
+    if not pulse.begin(task.request.id):
+        log.warning("task %s was abandoned by the API or ran before; dropped", task.request.id)
+        raise Ignore()
+    try:
+        return suggest(payload)
+    finally:
+        pulse.release(task.request.id)
+
+
+def _pulse_of(app: Celery, name: str) -> Pulse | None:
+    return worker_pulse(app.backend.client, app.conf[LIVENESS], name) if LIVENESS in app.conf else None
+
+
+@worker_ready.connect
+def _publish_presence(sender: Any, **_: Any) -> None:
+    """From a worker's start, its queues are known to be served (the API waits for a queued task then)."""
+    pulse = _pulse_of(sender.app, sender.hostname)
+    if pulse is not None:
+        pulse.serve(sender.app.amqp.queues.consume_from.keys())
+
+
+@task_received.connect
+def _hold(sender: Any, request: Any, **_: Any) -> None:
+    """A received task is alive from now: a worker that dies holding it (started or not) lets it lapse."""
+    pulse = _pulse_of(sender.app, sender.hostname) if request.name == TASK else None
+    if pulse is not None:
+        pulse.hold(request.id)
+
+
+@task_revoked.connect
+def _drop(sender: Any, request: Any, **_: Any) -> None:
+    pulse = _pulse_of(sender.app, request.hostname or "worker") if sender.name == TASK else None
+    if pulse is not None:
+        pulse.release(request.id)
+
+
 def make_celery(settings: Settings) -> Celery:
     app = Celery("localbo", broker=settings.redis_url, backend=settings.redis_url)
     visibility = settings.celery_visibility_timeout
@@ -70,7 +119,8 @@ def make_celery(settings: Settings) -> Celery:
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
-    app.task(name=TASK)(suggest)
+    app.conf[LIVENESS] = Liveness.of(settings)
+    app.task(name=TASK, bind=True)(suggest_task)
     return app
 
 

@@ -1,7 +1,18 @@
 """The celery executor: send the request to a worker queue and wait for the suggestion.
 
-When Redis cannot be reached the computation runs inline instead (with a warning), and the
-broker is not tried again for ``RETRY_BROKER_AFTER_S``, so an outage slows no ask twice.
+While it waits, every ``LOCALBO_TASK_HEARTBEAT_SECONDS`` it reads the task's liveness (``liveness.py``):
+
+- held by a worker whose heartbeat is alive (received, or running): wait (a long computation is never run
+  twice);
+- held, but the heartbeat lapsed (the worker died): send the task again, once; lost a second time, the
+  plan falls back (``WorkerLost``: a computation that kills workers must not be tried in the API);
+- still queued while a live worker serves the queue: wait for its turn;
+- still queued and no live worker served the queue for ``LOCALBO_TASK_PICKUP_SECONDS``: abandon the task
+  (a worker that takes it later drops it) and compute it here.
+
+So a SIGKILLed worker costs the heartbeat's expiry (5 beats, 10 s by default) and one computation, not
+the visibility timeout. When Redis cannot be reached the computation runs inline instead (with a
+warning), and the broker is not tried again for ``RETRY_BROKER_AFTER_S``, so an outage slows no ask twice.
 """
 
 from __future__ import annotations
@@ -13,12 +24,14 @@ import time
 import redis.exceptions
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
+from celery.result import AsyncResult
 from kombu.exceptions import OperationalError
 
 from localbo.config import Settings
 from localbo.policies import Suggestion, SuggestRequest
 from localbo.workers.base import Executor, PolicyTimeout
-from localbo.workers.celery_app import TASK, make_celery, queue_name
+from localbo.workers.celery_app import LIVENESS, TASK, make_celery, queue_name
+from localbo.workers.liveness import ABANDONED, Liveness
 from localbo.workers.wire import request_to_wire, suggestion_from_wire
 
 log = logging.getLogger("localbo.workers")
@@ -27,6 +40,18 @@ BROKER_DOWN = (OperationalError, redis.exceptions.ConnectionError, redis.excepti
 # The API gives the result store one quick retry, not Celery's twenty: an outage must cost an ask
 # seconds. (Workers keep the default, so that a stored result survives a blip.)
 API_RESULT_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+
+
+class WorkerLost(RuntimeError):
+    """The computation's worker died, and the worker it was sent to next died too."""
+
+
+class _Lost(Exception):
+    """The task's heartbeat lapsed: its worker died."""
+
+
+class _Unserved(Exception):
+    """No live worker served the task's queue for the pickup time; the task is abandoned."""
 
 
 def api_celery(settings: Settings) -> Celery:
@@ -58,25 +83,75 @@ class CeleryExecutor:
                 self.app.close()
                 self.app, self._broken = api_celery(self.settings), False
             app = self.app
-        try:
-            result = app.send_task(
-                TASK, args=[request_to_wire(policy, request)], queue=queue_name(self.settings, queue), retry=False
-            )
-        except (*BROKER_DOWN, RuntimeError) as exc:  # RuntimeError: Celery gave up on the result store
-            return self._inline(policy, request, queue, timeout, f"cannot send to {queue!r}", exc)
-        try:
-            data = result.get(timeout=timeout, propagate=True)
-        except CeleryTimeout:
-            result.revoke()  # not yet started: no worker takes it; started: its answer is dropped
-            raise PolicyTimeout(f"{policy} on queue {queue!r} computed longer than {timeout:g} s") from None
-        except BROKER_DOWN as exc:  # Redis went away while a worker computed: do it here
-            return self._inline(policy, request, queue, timeout, f"lost the result of task {result.id}", exc)
-        finally:
+        payload, to = request_to_wire(policy, request), queue_name(self.settings, queue)
+        deadline = time.monotonic() + timeout
+        for attempt in (1, 2):
             try:
-                result.forget()  # the result is read; do not keep it in Redis for result_expires
-            except BROKER_DOWN:
+                result = app.send_task(TASK, args=[payload], queue=to, retry=False)
+            except (*BROKER_DOWN, RuntimeError) as exc:  # RuntimeError: Celery gave up on the result store
+                return self._inline(policy, request, queue, timeout, f"cannot send to {queue!r}", exc)
+            try:
+                data = self._wait(app, result, to, deadline)
+            except CeleryTimeout:
+                self._abandon(app, result)
+                raise PolicyTimeout(f"{policy} on queue {queue!r} computed longer than {timeout:g} s") from None
+            except BROKER_DOWN as exc:  # Redis went away while a worker computed: do it here
+                return self._inline(policy, request, queue, timeout, f"lost the result of task {result.id}", exc)
+            except _Unserved:
+                log.warning("no live worker serves %r; computing task %s in the API process", to, result.id)
+                return self.fallback.run(policy, request, queue, max(1.0, deadline - time.monotonic()))
+            except _Lost:
+                if attempt == 2:
+                    raise WorkerLost(f"{policy} on queue {queue!r}: the worker died twice computing it") from None
+                log.warning("task %s on %r lost its worker (heartbeat lapsed); sending it again", result.id, to)
+                continue
+            finally:
+                try:
+                    result.forget()  # the result is read; do not keep it in Redis for result_expires
+                except BROKER_DOWN:
+                    pass
+            return suggestion_from_wire(data, policy)
+        raise AssertionError("unreachable")
+
+    def _wait(self, app: Celery, result: AsyncResult, queue: str, deadline: float) -> dict:
+        """The task's answer; ``_Lost``, ``_Unserved``, or Celery's timeout at ``deadline`` (monotonic)."""
+        liveness: Liveness = app.conf[LIVENESS]
+        client = app.backend.client
+        pickup = self.settings.task_pickup_seconds
+        served_until = time.monotonic() + pickup
+        held = False  # a worker's heartbeat for the task was seen
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CeleryTimeout()
+            try:
+                return result.get(timeout=min(liveness.beat, left), propagate=True)
+            except CeleryTimeout:
                 pass
-        return suggestion_from_wire(data, policy)
+            claim_key = liveness.claim(result.id)
+            claim, alive, serving = client.mget(claim_key, liveness.alive(result.id), liveness.serving(queue))
+            if alive is not None:  # a live worker holds it
+                held = True
+            elif held or claim is not None:  # held once, no longer alive: lost, unless it just finished
+                if not result.ready():
+                    client.set(claim_key, ABANDONED, nx=True, ex=liveness.claim_seconds)  # no redelivery runs it
+                    raise _Lost()
+            elif serving is not None:  # queued, and a live worker serves the queue: wait for its turn
+                served_until = time.monotonic() + pickup
+            elif time.monotonic() > served_until and client.set(
+                claim_key, ABANDONED, nx=True, ex=liveness.claim_seconds
+            ):
+                raise _Unserved()
+
+    @staticmethod
+    def _abandon(app: Celery, result: AsyncResult) -> None:
+        """A task past its time: not yet taken, no worker ever runs it; running, its answer is dropped."""
+        liveness: Liveness = app.conf[LIVENESS]
+        try:
+            app.backend.client.set(liveness.claim(result.id), ABANDONED, nx=True, ex=liveness.claim_seconds)
+            result.revoke()
+        except BROKER_DOWN:
+            pass
 
     def _inline(
         self, policy: str, request: SuggestRequest, queue: str, timeout: float, what: str, exc: BaseException
