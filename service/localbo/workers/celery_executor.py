@@ -4,8 +4,9 @@ While it waits, every ``LOCALBO_TASK_HEARTBEAT_SECONDS`` it reads the task's liv
 
 - held by a worker whose heartbeat is alive (received, or running): wait (a long computation is never run
   twice);
-- held, but the heartbeat lapsed (the worker died): send the task again, once; lost a second time, the
-  plan falls back (``WorkerLost``: a computation that kills workers must not be tried in the API);
+- held, but the heartbeat lapsed (the worker died): send the task again, once, if a live worker serves the
+  queue, else compute it here; lost a second time, the plan falls back (``WorkerLost``: a computation
+  that kills workers must not be tried in the API);
 - still queued while a live worker serves the queue: wait for its turn;
 - still queued and no live worker served the queue for ``LOCALBO_TASK_PICKUP_SECONDS``: abandon the task
   (a worker that takes it later drops it) and compute it here.
@@ -47,7 +48,11 @@ class WorkerLost(RuntimeError):
 
 
 class _Lost(Exception):
-    """The task's heartbeat lapsed: its worker died."""
+    """The task's heartbeat lapsed: its worker died. ``served``: another live worker serves the queue."""
+
+    def __init__(self, served: bool) -> None:
+        super().__init__()
+        self.served = served
 
 
 class _Unserved(Exception):
@@ -100,9 +105,12 @@ class CeleryExecutor:
             except _Unserved:
                 log.warning("no live worker serves %r; computing task %s in the API process", to, result.id)
                 return self.fallback.run(policy, request, queue, max(1.0, deadline - time.monotonic()))
-            except _Lost:
+            except _Lost as lost:
                 if attempt == 2:
                     raise WorkerLost(f"{policy} on queue {queue!r}: the worker died twice computing it") from None
+                if not lost.served:
+                    log.warning("task %s lost its worker and no live worker serves %r; computing here", result.id, to)
+                    return self.fallback.run(policy, request, queue, max(1.0, deadline - time.monotonic()))
                 log.warning("task %s on %r lost its worker (heartbeat lapsed); sending it again", result.id, to)
                 continue
             finally:
@@ -135,7 +143,7 @@ class CeleryExecutor:
             elif held or claim is not None:  # held once, no longer alive: lost, unless it just finished
                 if not result.ready():
                     client.set(claim_key, ABANDONED, nx=True, ex=liveness.claim_seconds)  # no redelivery runs it
-                    raise _Lost()
+                    raise _Lost(served=serving is not None)
             elif serving is not None:  # queued, and a live worker serves the queue: wait for its turn
                 served_until = time.monotonic() + pickup
             elif time.monotonic() > served_until and client.set(

@@ -104,12 +104,16 @@ class Pulse:
         pipe.execute()
 
     def _beat(self) -> None:
+        failing = False
         while True:
             time.sleep(self.liveness.beat)
             try:
                 self._refresh()
-            except Exception:  # Redis blinked: the next beat may reach it (a long outage lapses the keys)
-                log.warning("could not refresh the worker's heartbeat", exc_info=True)
+                failing = False
+            except Exception as exc:  # Redis blinked: the next beat may reach it (a long outage lapses the keys)
+                if not failing:
+                    log.warning("cannot refresh the worker's heartbeat (%s: %s); retrying", type(exc).__name__, exc)
+                failing = True
 
 
 _pulse: Pulse | None = None
