@@ -279,7 +279,9 @@ def test_the_policy_panel_draws_the_display_block_in_user_units(server: ServerPr
     assert progress.locator("progress").get_attribute("value") == "1"
     assert progress.locator("progress").get_attribute("max") == "3"
     assert "exploration batch" in page.locator("#policy tr", has=progress).locator("th").inner_text()
-    numbers = [r.split("\t") for r in page.get_by_test_id("policy-numbers").locator("tr").all_inner_texts()]
+    # cell by cell (a row's innerText joins its cells with a tab only once the table is laid out)
+    rows = page.get_by_test_id("policy-numbers").locator("tr").all()
+    numbers = [r.locator("th, td").all_text_contents() for r in rows]
     assert numbers == [["iteration", "4"], ["gp noise", "0.0012345"], ["event", "step"], ["unknown yet", "–"]]
     # the centre in user units (x in [-2, 2]: 0.75 -> 1, 0.25 -> -1), never the state's x_t (0 -> -2)
     rows = [r.locator("td").all_inner_texts() for r in page.get_by_test_id("centre").locator("tbody tr").all()]
