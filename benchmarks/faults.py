@@ -89,6 +89,7 @@ class Plan:
     outage_s: float  # seconds Redis stays down
     slow_dim: int  # worker-kill: minucb's dimension
     slow_raw_samples: int
+    catch_after: int  # worker-kill: the computations that end before the one killed
 
 
 @dataclass
@@ -449,16 +450,17 @@ def worker_kill(plan: Plan, workdir: Path, replace: bool) -> Row:
     recovery = None
     try:
         space = {f"x{i}": {"type": "float", "low": -1.0, "high": 1.0} for i in range(plan.slow_dim)}
-        config = {"samples_per_iteration": 3, "num_restarts": 4, "raw_samples": plan.slow_raw_samples}
+        config = {"samples_per_iteration": 3, "num_restarts": 8, "raw_samples": plan.slow_raw_samples}
         studies = names("wkill", 1)
         create_studies(server.url, studies, "minucb", space, config)
         with Load(server.url, studies, 1) as load:
-            # mid-suggest: a task received and running for a second, after the first (the initial design)
+            # mid-suggest: a task received and running for a second, after the first ones (the initial design's
+            # and a fit on few points are quick)
             def computing() -> str | None:
                 log = first.log()
                 done = set(re.findall(r"localbo\.suggest\[(\S+)\] succeeded", log))
                 busy = [t for t in re.findall(r"localbo\.suggest\[(\S+)\] received", log) if t not in done]
-                return busy[0] if busy and done else None
+                return busy[0] if busy and len(done) >= plan.catch_after else None
 
             if not wait_for(lambda: computing() is not None, 120, 0.05):
                 raise RuntimeError("never caught the worker computing")
@@ -480,9 +482,9 @@ def worker_kill(plan: Plan, workdir: Path, replace: bool) -> Row:
             load.finish()
         fallback = sum(1 for h in load.handed if h[4] == "fallback")
         log = Path(server.log_path or "").read_text() if server.log_path else ""
-        if "sending it again" in log:
-            notes.append("the API re-sent the lost task")
-        if "computing task" in log and "in the API process" in log:
+        if "lost its worker (heartbeat lapsed)" in log:
+            notes.append("the API saw the task lost")
+        if "no live worker serves" in log:
             notes.append("the API computed it itself (no live worker)")
         row = row_from(
             "worker-kill", f"sqlite, {label}", load, f"SIGKILL of the worker mid-suggest (minucb d={plan.slow_dim})",
@@ -642,6 +644,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         outage_s=4.0 if smoke else 15.0,
         slow_dim=6 if smoke else 10,
         slow_raw_samples=512 if smoke else 4096,
+        catch_after=1 if smoke else 2,
     )
 
 

@@ -1,19 +1,21 @@
 """The celery executor: send the request to a worker queue and wait for the suggestion.
 
-While it waits, every ``LOCALBO_TASK_HEARTBEAT_SECONDS`` it reads the task's liveness (``liveness.py``):
+No live worker serves the queue (none started, or all dead for a heartbeat's life): the computation runs
+here at once, a task is not even sent. While it waits, every ``LOCALBO_TASK_HEARTBEAT_SECONDS`` it reads
+the task's liveness (``liveness.py``):
 
 - held by a worker whose heartbeat is alive (received, or running): wait (a long computation is never run
   twice);
-- held, but the heartbeat lapsed (the worker died): send the task again, once, if a live worker serves the
-  queue, else compute it here; lost a second time, the plan falls back (``WorkerLost``: a computation
-  that kills workers must not be tried in the API);
+- held, but the heartbeat lapsed (the worker died): send the task again, once; lost a second time, the
+  plan falls back (``WorkerLost``: a computation that kills workers must not be tried in the API);
 - still queued while a live worker serves the queue: wait for its turn;
 - still queued and no live worker served the queue for ``LOCALBO_TASK_PICKUP_SECONDS``: abandon the task
   (a worker that takes it later drops it) and compute it here.
 
 So a SIGKILLed worker costs the heartbeat's expiry (5 beats, 10 s by default) and one computation, not
 the visibility timeout. When Redis cannot be reached the computation runs inline instead (with a
-warning), and the broker is not tried again for ``RETRY_BROKER_AFTER_S``, so an outage slows no ask twice.
+warning), and the broker is not tried again for ``RETRY_BROKER_AFTER_S``, so an outage slows few asks (an
+unreachable broker costs one ask ``CONNECT_TIMEOUT_S`` at most).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from localbo.workers.liveness import ABANDONED, Liveness
 from localbo.workers.wire import request_to_wire, suggestion_from_wire
 
 log = logging.getLogger("localbo.workers")
-RETRY_BROKER_AFTER_S = 30.0
+RETRY_BROKER_AFTER_S = 10.0  # how soon work goes to the workers again after Redis is back
 BROKER_DOWN = (OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 # The API gives the result store one quick retry, not Celery's twenty: an outage must cost an ask
 # seconds. (Workers keep the default, so that a stored result survives a blip.)
@@ -48,11 +50,7 @@ class WorkerLost(RuntimeError):
 
 
 class _Lost(Exception):
-    """The task's heartbeat lapsed: its worker died. ``served``: another live worker serves the queue."""
-
-    def __init__(self, served: bool) -> None:
-        super().__init__()
-        self.served = served
+    """The task's heartbeat lapsed: its worker died."""
 
 
 class _Unserved(Exception):
@@ -75,6 +73,7 @@ class CeleryExecutor:
         self._down_until = 0.0
         self._broken = False  # after an outage Celery's result consumer must be rebuilt
         self._guard = threading.Lock()
+        self._unserved: set[str] = set()  # queues no live worker served when last looked at
 
     def run(
         self, policy: str, request: SuggestRequest, queue: str = "cpu", timeout: float = 900.0, local: bool = False
@@ -92,9 +91,13 @@ class CeleryExecutor:
         deadline = time.monotonic() + timeout
         for attempt in (1, 2):
             try:
-                result = app.send_task(TASK, args=[payload], queue=to, retry=False)
+                served = self._served(app, to)
+                if served:
+                    result = app.send_task(TASK, args=[payload], queue=to, retry=False)
             except (*BROKER_DOWN, RuntimeError) as exc:  # RuntimeError: Celery gave up on the result store
                 return self._inline(policy, request, queue, timeout, f"cannot send to {queue!r}", exc)
+            if not served:  # no live worker: computing here beats waiting for the pickup time
+                return self.fallback.run(policy, request, queue, max(1.0, deadline - time.monotonic()))
             try:
                 data = self._wait(app, result, to, deadline)
             except CeleryTimeout:
@@ -105,13 +108,10 @@ class CeleryExecutor:
             except _Unserved:
                 log.warning("no live worker serves %r; computing task %s in the API process", to, result.id)
                 return self.fallback.run(policy, request, queue, max(1.0, deadline - time.monotonic()))
-            except _Lost as lost:
+            except _Lost:
                 if attempt == 2:
                     raise WorkerLost(f"{policy} on queue {queue!r}: the worker died twice computing it") from None
-                if not lost.served:
-                    log.warning("task %s lost its worker and no live worker serves %r; computing here", result.id, to)
-                    return self.fallback.run(policy, request, queue, max(1.0, deadline - time.monotonic()))
-                log.warning("task %s on %r lost its worker (heartbeat lapsed); sending it again", result.id, to)
+                log.warning("task %s on %r lost its worker (heartbeat lapsed); trying again", result.id, to)
                 continue
             finally:
                 try:
@@ -120,6 +120,18 @@ class CeleryExecutor:
                     pass
             return suggestion_from_wire(data, policy)
         raise AssertionError("unreachable")
+
+    def _served(self, app: Celery, queue: str) -> bool:
+        """Whether a live worker serves ``queue``; says so in the log when that changes."""
+        served = bool(app.backend.client.exists(app.conf[LIVENESS].serving(queue)))
+        with self._guard:
+            if served and queue in self._unserved:
+                self._unserved.discard(queue)
+                log.warning("a live worker serves %r again", queue)
+            elif not served and queue not in self._unserved:
+                self._unserved.add(queue)
+                log.warning("no live worker serves %r; computing in the API process until one does", queue)
+        return served
 
     def _wait(self, app: Celery, result: AsyncResult, queue: str, deadline: float) -> dict:
         """The task's answer; ``_Lost``, ``_Unserved``, or Celery's timeout at ``deadline`` (monotonic)."""
@@ -143,7 +155,7 @@ class CeleryExecutor:
             elif held or claim is not None:  # held once, no longer alive: lost, unless it just finished
                 if not result.ready():
                     client.set(claim_key, ABANDONED, nx=True, ex=liveness.claim_seconds)  # no redelivery runs it
-                    raise _Lost(served=serving is not None)
+                    raise _Lost()
             elif serving is not None:  # queued, and a live worker serves the queue: wait for its turn
                 served_until = time.monotonic() + pickup
             elif time.monotonic() > served_until and client.set(
