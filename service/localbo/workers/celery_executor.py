@@ -103,7 +103,9 @@ class CeleryExecutor:
             except CeleryTimeout:
                 self._abandon(app, result)
                 raise PolicyTimeout(f"{policy} on queue {queue!r} computed longer than {timeout:g} s") from None
-            except BROKER_DOWN as exc:  # Redis went away while a worker computed: do it here
+            except (*BROKER_DOWN, RuntimeError) as exc:  # Redis went away while a worker computed: do it here
+                if isinstance(exc, RuntimeError) and not isinstance(exc.__cause__, BROKER_DOWN):
+                    raise  # the policy's own error (Celery's give-up on the result store has the outage as cause)
                 return self._inline(policy, request, queue, timeout, f"lost the result of task {result.id}", exc)
             except _Unserved:
                 log.warning("no live worker serves %r; computing task %s in the API process", to, result.id)
