@@ -276,3 +276,29 @@ def test_finite_only_keys_on_a_continuous_ucb_study_are_refused(api, key: str) -
     r = api.post("/api/v1/studies", json=body)
     assert r.status_code == 422 and f"policy_config.{key}" in r.json()["detail"], r.text
     assert api.get(f"/api/v1/studies/{name}").status_code == 404, "nothing was stored"
+
+
+@pytest.mark.postgres
+def test_a_dropped_database_connection_is_a_503_with_retry_after(pg_url: str) -> None:
+    from fastapi.testclient import TestClient
+    from localbo.api import create_app
+    from localbo.bootstrap import prepare_database
+    from sqlalchemy import create_engine, text
+
+    settings = make_settings(pg_url)
+    prepare_database(settings)
+    app = create_app(settings)
+    with TestClient(app, raise_server_exceptions=False) as api:
+        assert api.get("/api/v1/studies").status_code == 200  # the pool now holds a connection
+        admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:  # what a Postgres restart does to the pool's connections
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+        admin.dispose()
+        r = api.get("/api/v1/studies")
+        assert r.status_code == 503 and r.headers["Retry-After"] == "1", r.text
+        assert api.get("/api/v1/studies").status_code == 200, "the next request gets a fresh connection"

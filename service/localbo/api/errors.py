@@ -74,11 +74,18 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(OperationalError)
     async def _database_busy(_: Request, exc: OperationalError) -> JSONResponse:
         """SQLite's "database is locked" past its busy timeout, a lock or serialisation timeout on Postgres:
-        the request changed nothing, so the client may retry; anything else is a real server error."""
+        the request changed nothing, so the client may retry. A dropped connection is a 503 too: a retried
+        tell is idempotent and a retried ask carries its Idempotency-Key. Anything else is a server error."""
         text = str(exc.orig).lower()
         if "locked" in text or "lock timeout" in text or "could not serialize" in text or "deadlock" in text:
             return JSONResponse(
                 {"detail": "database: busy, nothing was changed; retry"},
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        if exc.connection_invalidated:  # the database dropped the connection (a restart, a terminated backend)
+            return JSONResponse(
+                {"detail": "database: the connection was lost; retry (an Idempotency-Key makes the retry safe)"},
                 status_code=503,
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
