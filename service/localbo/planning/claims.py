@@ -23,7 +23,7 @@ from localbo.storage.models import utcnow
 
 log = logging.getLogger("localbo.planning")
 
-CLAIM_SECONDS = 30.0
+CLAIM_SECONDS = 10.0  # a killed process stalls its studies this long at most; renewed every third of it
 POLL_FIRST_SECONDS = 0.05
 POLL_MAX_SECONDS = 1.0
 
