@@ -33,8 +33,6 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +43,7 @@ from typing import Any
 import httpx
 import numpy as np
 from harness.processes import ServerProcess, fresh_database
+from harness.runs import commit_of, output_dir, run_meta
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GOAL_RATIO = 2.0
@@ -317,11 +316,6 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
     (out / "dashboard_load.md").write_text("\n".join(lines))
 
 
-def commit_of(path: Path) -> str:
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
-
 def make_plan(args: argparse.Namespace) -> Plan:
     backends = [b.strip() for b in (args.backends or ("sqlite" if args.smoke else "sqlite,postgres")).split(",")]
     streams = [int(s) for s in (args.streams or ("0,20" if args.smoke else "0,200")).split(",")]
@@ -341,24 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help=f"where to write the results (default {RESULTS})")
     args = parser.parse_args(argv)
-    if args.smoke:
-        if args.out is not None and args.out.resolve() == RESULTS.resolve():
-            parser.error("--smoke does not write into benchmarks/results; pass another --out")
-        out = args.out or Path(tempfile.mkdtemp(prefix="dashload-smoke-"))
-    else:
-        out = args.out or RESULTS
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(parser, args, RESULTS, "dashload")
     os.nice(10)  # a shared machine: the run yields to others (children inherit it)
     plan = make_plan(args)
-    meta = {
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": platform.node() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "load_before": round(os.getloadavg()[0], 2),
-        "python": platform.python_version(),
-        "commit": commit_of(Path(__file__).resolve().parent),
-        "smoke": plan.smoke,
-    }
+    meta = run_meta(__file__, plan.smoke)
     if plan.baseline:
         meta["baseline_commit"] = commit_of(Path(plan.baseline))
     rows: list[Row] = []

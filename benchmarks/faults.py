@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import signal
 import subprocess
@@ -56,6 +55,7 @@ from typing import Any
 
 import httpx
 from harness.processes import PG_ADMIN_URL, ServerProcess, WorkerProcess, free_port, fresh_database
+from harness.runs import output_dir, run_meta
 from localbo_client import Client
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -621,13 +621,6 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
     (out / "faults.md").write_text("\n".join(lines))
 
 
-def commit() -> str:
-    done = subprocess.run(
-        ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return done.stdout.strip() or "unknown"
-
-
 def make_plan(args: argparse.Namespace) -> Plan:
     smoke = args.smoke
     scenarios = [s.strip() for s in args.only.split(",")] if args.only else list(SCENARIOS)
@@ -684,24 +677,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"where to write the results (default {RESULTS})")
     parser.add_argument("--keep", type=Path, help="keep the logs of servers and workers in this directory")
     args = parser.parse_args(argv)
-    if args.smoke:
-        if args.out is not None and args.out.resolve() == RESULTS.resolve():
-            parser.error("--smoke does not write into benchmarks/results; pass another --out")
-        out = args.out or Path(tempfile.mkdtemp(prefix="faults-smoke-"))
-    else:
-        out = args.out or RESULTS
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(parser, args, RESULTS, "faults")
     os.nice(10)  # a shared machine: the run yields to others (children inherit it)
     plan = make_plan(args)
-    meta = {
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": platform.node() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "load_before": round(os.getloadavg()[0], 2),
-        "python": platform.python_version(),
-        "commit": commit(),
-        "smoke": plan.smoke,
-    }
+    meta = run_meta(__file__, plan.smoke)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
         rows = run(plan, args.keep)

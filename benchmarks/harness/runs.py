@@ -1,0 +1,43 @@
+"""What every fault and load benchmark does before it runs: where it writes, and what it records about the run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def commit_of(path: Path) -> str:
+    """The short commit of the checkout holding ``path`` ("unknown" outside git)."""
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Path, prefix: str) -> Path:
+    """``--out``, else ``results``; a smoke run never writes into ``results`` (a temporary folder instead)."""
+    if args.smoke:
+        if args.out is not None and args.out.resolve() == results.resolve():
+            parser.error("--smoke does not write into benchmarks/results; pass another --out")
+        out: Path = args.out or Path(tempfile.mkdtemp(prefix=f"{prefix}-smoke-"))
+    else:
+        out = args.out or results
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def run_meta(script: str, smoke: bool) -> dict[str, Any]:
+    """When, where and at which commit the run was made, and the machine's load before it."""
+    return {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": platform.node() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_before": round(os.getloadavg()[0], 2),
+        "python": platform.python_version(),
+        "commit": commit_of(Path(script).resolve().parent),
+        "smoke": smoke,
+    }
