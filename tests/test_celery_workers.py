@@ -93,7 +93,8 @@ def test_request_survives_the_trip_to_a_worker_and_gives_the_same_points() -> No
 
 
 def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redis_env: dict[str, str]) -> None:
-    worker, server = start_both(tmp_path, "worker.log", redis_env)
+    metrics_port = free_port()
+    worker, server = start_both(tmp_path, "worker.log", {**redis_env, "LOCALBO_WORKER_METRICS_PORT": str(metrics_port)})
     try:
         study = Client(server.url, timeout=180).create_study(
             unique("celery"), space=space(2), policy="minucb", seed=3, policy_config=LIGHT
@@ -107,6 +108,10 @@ def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redi
         # every plan was computed on the worker, none inline
         assert len(re.findall(r"localbo\.suggest\[\S+\] succeeded", worker.log())) >= info["policy_state_version"]
         assert "computing inline" not in (tmp_path / "server.log").read_text()
+        # the worker's own metrics (LOCALBO_WORKER_METRICS_PORT) count the computations it ran
+        scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+        computed = re.search(r'localbo_policy_compute_seconds_count\{device="cpu",policy="minucb"\} (\S+)', scraped)
+        assert computed is not None and float(computed.group(1)) >= info["policy_state_version"], scraped[-2000:]
 
         # a policy that raises on the worker: the study gets a fallback point and the error, and goes on
         engine = Engine(make_settings(f"sqlite:///{tmp_path / 'own.sqlite'}", executor="celery", **settings(redis_env)))

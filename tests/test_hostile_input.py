@@ -371,7 +371,8 @@ def test_error_bodies_match_the_documented_schema(doc_api: Any) -> None:
     for resp in answers:
         assert resp.status_code in (401, 404, 422), resp.text
         ErrorOut.model_validate(resp.json())
-        assert set(resp.json()) <= {"detail", "errors"}
+        assert set(resp.json()) <= {"detail", "errors", "request_id"}
+        assert resp.json()["request_id"] == resp.headers["x-request-id"]
 
 
 def test_statuses_are_documented_where_they_happen(doc_api: Any) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
-from localbo import idempotency
+from localbo import idempotency, metrics
 from localbo.config import Settings
 from localbo.domain import Source, StudySpace, TrialState, iso, trial_out
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
@@ -98,9 +98,10 @@ class Asking:
                         return study.idem_response
                     if self._recheck_keys and (replay := idempotency.replay(conn, study.id, key, "ask", body)):
                         return replay
-                    response = self._serve(conn, study, count, client_id, fallback)
+                    response, sources = self._serve(conn, study, count, client_id, fallback)
                     idempotency.remember(conn, study.id, key, "ask", body, response)
-                    return response
+                metrics.count_asked(sources)  # committed: a rolled-back or replayed ask counts nothing
+                return response
             except _PlanShort as short:  # rolled back: the points it popped are in the plan again
                 self._expiry_checked.pop(short.study_id, None)
                 return Short(short.study_id, short.need)
@@ -110,8 +111,11 @@ class Asking:
                     raise Busy("the study changed while asking; retry") from None
         raise AssertionError("unreachable")
 
-    def _serve(self, conn: Connection, study: Row, count: int, client_id: str | None, fallback: bool) -> dict:
-        """Hand out ``count`` trials inside the caller's transaction; raises _PlanShort if the plan is short."""
+    def _serve(
+        self, conn: Connection, study: Row, count: int, client_id: str | None, fallback: bool
+    ) -> tuple[dict, list[str]]:
+        """Hand out ``count`` trials inside the caller's transaction, and the sources of the new ones;
+        raises _PlanShort if the plan is short."""
         now = utcnow()
         space = self.spaces.of(conn, study)
         if self._expiry_due(study.id, now):
@@ -154,7 +158,7 @@ class Asking:
         if new:
             repo.set_trial_count(conn, study.id, study.trial_count + len(new))
         out = [{**trial_out(r), "lease_expires_at": iso(lease)} for r in mine]
-        return {"trials": out + [trial_out(r) for r in new]}
+        return {"trials": out + [trial_out(r) for r in new]}, [r["source"] for r in new]
 
     def _pop_plan(self, conn: Connection, study: Row, need: int, space: StudySpace) -> list[repo.PlanPoint]:
         """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds.
@@ -211,6 +215,7 @@ def sweep_expired(conn: Connection, study_id: int, now: datetime) -> list[int]:
     """Running trials whose lease ran out become stale; their points are offered again, before new ones."""
     stale = repo.expire_leases(conn, study_id, now)
     if stale:
+        metrics.lease_expiries.inc(len(stale))
         repo.add_plan(conn, study_id, [(r.x, Source.STALE_RETRY.value, r.candidate) for r in stale], priority=1)
     return [r.number for r in stale]
 

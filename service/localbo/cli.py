@@ -5,7 +5,11 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -73,15 +77,33 @@ def serve(
 
     prepare_database(settings)  # once, before the processes start: none of them migrates
     os.environ["LOCALBO_DATABASE_URL"] = settings.database_url
-    uvicorn.run(
-        "localbo.api:create_app",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
-    )
+    from localbo.logs import dict_config
+
+    with metrics_directory(workers):
+        uvicorn.run(
+            "localbo.api:create_app",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=workers,
+            log_config=dict_config(settings.log_format, settings.access_log),
+            access_log=False,  # localbo.access logs each request with its id (LOCALBO_ACCESS_LOG)
+        )
+
+
+@contextmanager
+def metrics_directory(workers: int) -> Iterator[None]:
+    """Several API processes write their metrics to one directory that every scrape sums
+    (prometheus_client's multiprocess mode); a fresh one per run unless PROMETHEUS_MULTIPROC_DIR is set."""
+    if workers <= 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="localbo-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @app.command()
@@ -107,6 +129,10 @@ def worker(
 
         torch.set_num_threads(settings.torch_threads)
     set_worker_device(resolved)
+    if settings.worker_metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)
     queues = ",".join(queue_name(settings, q) for q in queue)
     typer.echo(f"localbo worker: queues {queues} on {settings.redis_url}, device {resolved}", err=True)
     make_celery(settings).worker_main(

@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     )
     torch_threads: int = Field(default=0, ge=0, description="torch threads; 0 keeps torch's")
     device: str = Field(default="cpu", description="Policy device: auto | cpu | cuda")
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Server and worker logs: text, or json (one object a line, with extra fields)"
+    )
+    access_log: bool = Field(
+        default=False, description="Log every request (method, route, status, duration, request id) at info"
+    )
 
     # -- where and when policies compute (see localbo.workers and localbo.planning) --
     executor: Literal["inline", "celery"] = Field(
@@ -73,6 +79,10 @@ class Settings(BaseSettings):
         gt=0,
         description="A queued task no live worker serves for this long is computed in the API process instead",
     )
+    worker_metrics_port: int = Field(
+        default=0, ge=0, le=65535, description="A worker serves Prometheus metrics on this port (0: none)"
+    )
+    worker_metrics_host: str = Field(default="127.0.0.1", description="The address a worker's metrics listen on")
     gpu_min_size: int = Field(
         default=0, ge=0, description="Route studies with observations x parameters >= this to the gpu queue (0: never)"
     )

@@ -6,16 +6,19 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
+from fastapi.responses import Response
 from sqlalchemy import text
 
 import localbo
-from localbo import dashboard
+from localbo import dashboard, metrics
 from localbo.api import errors, openapi, progress, studies, trials
 from localbo.api.auth import Authentication, parse_tokens
+from localbo.api.requestlog import RequestLog
 from localbo.api.schemas import Health
 from localbo.api.shutdown import on_exit_signals
 from localbo.bootstrap import Service
 from localbo.config import Settings, get_settings
+from localbo.storage import repository as repo
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
@@ -53,11 +56,24 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     openapi.install(app, secured=bool(tokens), max_ask_count=settings.max_ask_count)
     app.add_middleware(errors.Utf8Body)
     app.add_middleware(errors.BodySizeLimit, limit=settings.max_body_bytes, create_limit=settings.max_create_bytes)
-    app.add_middleware(Authentication, tokens=tokens)  # outermost: 401 before the body is read
+    app.add_middleware(Authentication, tokens=tokens)  # 401 before the body is read
+    app.add_middleware(RequestLog)  # outermost: every answer, a 401 too, carries the request id
     app.include_router(studies.router)
     app.include_router(trials.router)
     app.include_router(progress.router)
     dashboard.install(app)
+
+    plan_queue = metrics.PlanQueue(lambda: _plan_totals(app.state.service))
+
+    exposition = {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}
+
+    @app.get(
+        "/metrics", tags=["health"], response_class=Response, responses={200: exposition, **errors.responses(401, 503)}
+    )
+    def prometheus_metrics() -> Response:
+        """Prometheus metrics of this server (every API process's when there are several); any valid
+        token may read them when tokens are set."""
+        return Response(metrics.exposition(plan_queue), media_type=metrics.CONTENT_TYPE)
 
     @app.get("/healthz", response_model=Health, tags=["health"], responses=errors.responses(503))
     def healthz() -> dict:
@@ -66,3 +82,8 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
         return {"status": "ok", "version": localbo.__version__, "database": app.state.service.db.dialect.name}
 
     return app
+
+
+def _plan_totals(service: Service) -> tuple[int, int]:
+    with service.db.connect() as conn:
+        return repo.plan_totals(conn)

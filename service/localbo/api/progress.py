@@ -9,7 +9,7 @@ import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
-from localbo import progress
+from localbo import metrics, progress
 from localbo.api.auth import Principal, check_read
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, responses
@@ -73,7 +73,7 @@ def study_json(study: dict) -> str:
 
 def _event_stream(stream: AsyncIterator[str]) -> StreamingResponse:
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+    return StreamingResponse(metrics.counted_stream(stream), media_type="text/event-stream", headers=headers)
 
 
 async def _studies_stream(hub: Live, who: Principal, closing: anyio.Event) -> AsyncIterator[str]:

@@ -227,3 +227,6 @@ class ErrorOut(BaseModel):
 
     detail: str = Field(description="'field: what was expected'")
     errors: list[FieldError] | None = Field(default=None, description="422 only: every field at fault")
+    request_id: str | None = Field(
+        default=None, description="The request's id (also its X-Request-ID header), as the server's log names it"
+    )

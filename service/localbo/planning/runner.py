@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from sqlalchemy.engine import Row
 
+from localbo import metrics
 from localbo.config import Settings
 from localbo.domain import StudySpace
 from localbo.planning.fallback import fallback_points, mixed_seed
@@ -24,6 +25,7 @@ from localbo.policies.base import FiniteSpace, Policy, PolicyState, SpaceStructu
 from localbo.storage.models import utcnow
 from localbo.storage.repository import PlanPoint
 from localbo.workers import Executor
+from localbo.workers.base import PolicyTimeout
 
 log = logging.getLogger("localbo.planning")
 FAILURE_SALT = 7919  # seeds the fallback points of a failed computation
@@ -89,11 +91,13 @@ class PolicyRunner:
                 local=local,
             )
             points = self.points(cls.name, space, suggestion, request, short)
+            metrics.policy_outcomes.labels(cls.name, "ok").inc()
             return Plan(study.policy_state_version, points, cls.dump_state(suggestion.state), note)
         except CancelledError:
             raise  # the server is shutting down: no fallback plan, no error on the study
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
+            metrics.policy_outcomes.labels(cls.name, "timeout" if isinstance(exc, PolicyTimeout) else "failed").inc()
             generator = torch.Generator().manual_seed(mixed_seed(study.seed, FAILURE_SALT, study.policy_state_version))
             taken = self.taken(space, done, pending, failed)
             box = None if space.candidates is not None else cls.fallback_box(state, config, space.dim)

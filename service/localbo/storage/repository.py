@@ -334,6 +334,12 @@ def count_plan(conn: Connection, study_id: int) -> int:
     return conn.execute(select(func.count()).select_from(plan).where(plan.c.study_id == study_id)).scalar_one()
 
 
+def plan_totals(conn: Connection) -> tuple[int, int]:
+    """(planned points, studies with a plan) over every study: what ``/metrics`` reports."""
+    row = conn.execute(select(func.count(), func.count(plan.c.study_id.distinct())).select_from(plan)).one()
+    return int(row[0]), int(row[1])
+
+
 PlanPoint = tuple[list[float], str, int | None]  # (x in the unit cube, source, candidate on a finite space)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from localbo import metrics
 from localbo.policies import Suggestion, SuggestRequest, get_policy
 
 
@@ -25,4 +26,5 @@ class Executor(Protocol):
 
 def run_suggest(policy: str, request: SuggestRequest) -> Suggestion:
     """``policy.suggest(request)``: any exception is the planner's to handle (policies/base.py)."""
-    return get_policy(policy)().suggest(request)
+    with metrics.timed_policy(policy, request.device.type):
+        return get_policy(policy)().suggest(request)
