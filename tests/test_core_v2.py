@@ -239,7 +239,7 @@ def minucb_study(api, name: str) -> None:  # noqa: ANN001
 
 def test_two_studies_planning_at_once_get_the_points_each_gets_alone(make_client) -> None:
     # one API process, two policy computations at once (two inline workers), each study its own generator
-    api = make_client(inline_workers=2, suggest_ahead=False)
+    api = make_client(inline_workers=2, suggest_ahead=False, ask_wait_seconds=300)  # never a fallback here
     alone, twin_a, twin_b = unique("alone"), unique("twin"), unique("twin")
     for name in (alone, twin_a, twin_b):
         minucb_study(api, name)
@@ -257,6 +257,7 @@ def test_two_studies_planning_at_once_get_the_points_each_gets_alone(make_client
         while not stop.is_set() and k < 1_000_000:
             torch.manual_seed(k)
             k += 1
+            time.sleep(0.0005)  # reseeds often, without starving the computations of the GIL
 
     stirrer = threading.Thread(target=stir_the_global_rng, daemon=True)
     stirrer.start()
