@@ -9,18 +9,17 @@ The API (``api.create_app``, built by uvicorn's factory) and the CLI build one `
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from localbo.asking import Asking
+from sqlalchemy import Engine
+
 from localbo.config import Settings
-from localbo.planning.planner import Planner
-from localbo.planning.runner import PolicyRunner
 from localbo.spaces import Spaces
 from localbo.storage.db import make_engine, upgrade, writer
 from localbo.studies import Studies
-from localbo.telling import Telling
-from localbo.transactions import Transactions
-from localbo.workers import make_executor
+
+if TYPE_CHECKING:
+    import torch
 
 
 def prepare_database(settings: Settings) -> None:
@@ -33,13 +32,30 @@ def prepare_database(settings: Settings) -> None:
 
 
 def policy_device(setting: str) -> torch.device:
+    import torch
+
     if setting == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(setting)
 
 
+def read_only(settings: Settings) -> tuple[Engine, Studies]:
+    """The database and the studies service without planning, policies or torch: what the CLI's read
+    verbs need (they start in a fraction of a second)."""
+    db = make_engine(settings.database_url, settings.sqlite_synchronous)
+    return db, Studies(db, writer(db), Spaces())
+
+
 class Service:
     def __init__(self, settings: Settings) -> None:
+        # the policies' side (torch, BoTorch) is imported here, not at import: `localbo studies list` needs none
+        from localbo.asking import Asking
+        from localbo.planning.planner import Planner
+        from localbo.planning.runner import PolicyRunner
+        from localbo.telling import Telling
+        from localbo.transactions import Transactions
+        from localbo.workers import make_executor
+
         self.settings = settings
         self.db = make_engine(settings.database_url, settings.sqlite_synchronous)
         self.write = writer(self.db)

@@ -76,7 +76,10 @@ def serve(
     from localbo.bootstrap import prepare_database
 
     prepare_database(settings)  # once, before the processes start: none of them migrates
-    os.environ["LOCALBO_DATABASE_URL"] = settings.database_url
+    # the API processes read their settings from the environment: the command line's win there too
+    os.environ.update(
+        LOCALBO_DATABASE_URL=settings.database_url, LOCALBO_HOST=settings.host, LOCALBO_PORT=str(settings.port)
+    )
     from localbo.logs import dict_config
 
     with metrics_directory(workers):
@@ -159,18 +162,19 @@ def db_upgrade(db: DbOption = None) -> None:
     typer.echo(f"database at head: {settings.database_url}")
 
 
-def _service(db: str | None):  # noqa: ANN202
-    from localbo.bootstrap import Service, prepare_database
+def _studies(db: str | None):  # noqa: ANN202
+    """The read side only (no planner, no policies, no torch): the read verbs start in well under a second."""
+    from localbo.bootstrap import prepare_database, read_only
 
     settings = _settings(db)
     prepare_database(settings)
-    return Service(settings)
+    return read_only(settings)
 
 
 @studies_app.command("list")
 def studies_list(db: DbOption = None) -> None:
     """One line per study: name, policy, trials, best value."""
-    rows = _service(db).studies.list()
+    rows = _studies(db)[1].list()
     typer.echo(f"{'name':30} {'direction':9} {'policy':14} {'trials':>7} {'done':>7} best")
     for s in rows:
         m = s["summary"]
@@ -183,7 +187,7 @@ def studies_list(db: DbOption = None) -> None:
 @studies_app.command("show")
 def studies_show(name: str, db: DbOption = None) -> None:
     """The study as JSON, with its best trial."""
-    studies = _service(db).studies
+    studies = _studies(db)[1]
     typer.echo(json.dumps({"study": studies.get(name), "best": studies.best(name)}, indent=2))
 
 
@@ -198,9 +202,37 @@ def studies_export(
 
     if format not in export.FORMATS:
         raise typer.BadParameter("expected csv or json", param_hint="--format")
-    text = export.render(_service(db).db, name, format)
+    text = export.render(_studies(db)[0], name, format)
     typer.echo(text, nl=format == "json")
 
 
+def main() -> None:
+    """The ``localbo`` command: a failure the user can act on is one line on stderr (exit 1), not a
+    traceback; anything else is a bug and keeps its traceback."""
+    from pydantic import ValidationError
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    from localbo.errors import LocalboError
+
+    try:
+        app()
+    except LocalboError as exc:
+        _fail(exc.message)
+    except OperationalError as exc:
+        _fail(f"database: {str(exc.orig).strip().splitlines()[0]}")
+    except ArgumentError as exc:
+        _fail(f"database URL: {exc}")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        _fail(f"setting {'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}")
+    except ValueError as exc:  # a malformed setting (LOCALBO_TOKENS...)
+        _fail(str(exc))
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"localbo: error: {message}", err=True)
+    raise SystemExit(1)
+
+
 if __name__ == "__main__":
-    app()
+    main()

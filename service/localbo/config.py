@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -18,6 +18,16 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL; sqlite:///path or postgresql+psycopg://user@host/db",
     )
     host: str = "127.0.0.1"
+
+    @field_validator("database_url")
+    @classmethod
+    def _driver(cls, url: str) -> str:
+        """``postgres://`` (Heroku's, many hosts') and ``postgresql://`` use psycopg 3, the driver we install."""
+        for scheme in ("postgres://", "postgresql://"):
+            if url.startswith(scheme):
+                return "postgresql+psycopg://" + url.removeprefix(scheme)
+        return url
+
     port: int = 8000
     tokens: str = Field(
         default="",

@@ -18,9 +18,10 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 from localbo.space import SpaceError, check_names, number
 
@@ -52,6 +53,8 @@ class FiniteSpec:
 
     def unit(self) -> torch.Tensor:
         """N x d: each parameter scaled to [0, 1] over the candidates (0.5 where it is constant)."""
+        import torch
+
         low, high = self.values.min(0).values, self.values.max(0).values
         width = high - low
         return torch.where(width > 0, (self.values - low) / width.clamp_min(1e-300), torch.full_like(self.values, 0.5))
@@ -122,6 +125,8 @@ def _read_csv(text: str) -> list[dict[str, Any]]:
 
 
 def _kernel(raw: Any, size: int) -> torch.Tensor:
+    import torch
+
     if size > MAX_KERNEL_CANDIDATES:
         raise SpaceError(
             "space.kernel", f"a kernel matrix supports at most {MAX_KERNEL_CANDIDATES} candidates, got {size}"
@@ -157,6 +162,8 @@ def _kernel(raw: Any, size: int) -> torch.Tensor:
 
 def parse_finite(raw: dict[str, Any]) -> FiniteSpec:
     """The finite space, or SpaceError naming the field (``space.candidates[3].params.x``...)."""
+    import torch  # here, not at import: the CLI's read verbs need no torch
+
     unknown = set(raw) - {"kind", "candidates", "csv", "kernel", "allow_repeats"}
     if unknown:
         raise SpaceError(
@@ -224,6 +231,8 @@ class Candidates:
     """A finite study's candidates as the engine uses them: loaded once per process (they never change)."""
 
     def __init__(self, rows: list[Any], kernel: bytes | None, summary: dict[str, Any]) -> None:
+        import torch
+
         self.ids: list[str] = [r.cid for r in rows]
         self.params: list[dict[str, Any]] = [r.params for r in rows]
         self.x: list[list[float]] = [r.x for r in rows]

@@ -17,8 +17,6 @@ from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
 from localbo.json_values import find_problem, readable, size_problem
-from localbo.planning.runner import policy_state
-from localbo.policies import PolicyConfigError, get_policy, registry
 from localbo.space import SearchSpace, SpaceError
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
@@ -58,6 +56,8 @@ def _config_number_problem(config: dict[str, Any]) -> tuple[str, str] | None:
 
 def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: str = "continuous") -> dict[str, Any]:
     """The policy's config with its defaults filled in, or a 422 naming the field."""
+    from localbo.policies import PolicyConfigError, get_policy, registry  # torch: only where a policy is needed
+
     try:
         cls = get_policy(policy)
     except KeyError:
@@ -188,6 +188,9 @@ class Studies:
             space: StudySpace = self.spaces.of(conn, study)
             summary = repo.summaries(conn, [study.id]).get(study.id) or {}
         saved = study.policy_state or {}
+        from localbo.planning.runner import policy_state
+        from localbo.policies import get_policy
+
         cls = get_policy(study.policy)
         state, _ = policy_state(cls, study)
         try:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
 from fastapi.responses import Response
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 import localbo
 from localbo import dashboard, metrics
@@ -19,6 +20,8 @@ from localbo.api.shutdown import on_exit_signals
 from localbo.bootstrap import Service
 from localbo.config import Settings, get_settings
 from localbo.storage import repository as repo
+
+log = logging.getLogger("localbo")
 
 
 def create_app(settings: Settings | None = None, service: Service | None = None) -> FastAPI:
@@ -35,6 +38,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     async def lifespan(app: FastAPI):  # noqa: ANN202
         app.state.closing = closing = anyio.Event()  # ends the event streams on shutdown
         undo = on_exit_signals(closing.set)
+        log.info(ready_line(settings))
         yield
         closing.set()
         undo()
@@ -87,3 +91,12 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 def _plan_totals(service: Service) -> tuple[int, int]:
     with service.db.connect() as conn:
         return repo.plan_totals(conn)
+
+
+def ready_line(settings: Settings) -> str:
+    """What the server says once it is up (the password of the database URL hidden)."""
+    database = make_url(settings.database_url).render_as_string(hide_password=True)
+    return (
+        f"localbo listening on http://{settings.host}:{settings.port}, database {database}, "
+        f"executor {settings.executor} (dashboard /, API docs /docs, metrics /metrics)"
+    )
