@@ -13,6 +13,7 @@ run: $(STAMP)
 	$(VENV)/bin/localbo serve
 
 test: $(STAMP)
+	bash scripts/test_database.sh
 	$(VENV)/bin/python -m pytest
 
 # Schema fuzzing (schemathesis, every check) against a live server on SQLite with a token: bounded to

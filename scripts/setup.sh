@@ -10,7 +10,8 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -m pip install -q "$TORCH_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
+# numpy with it: torch imported without numpy warns "Failed to initialize NumPy"
+.venv/bin/python -m pip install -q "$TORCH_SPEC" numpy 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import torch" || { echo "torch did not install ($TORCH_SPEC)" >&2; exit 1; }
 .venv/bin/python -m pip install -q -e ".[dev,bench]" -e ./client 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import localbo, localbo_client, botorch" || { echo "localbo did not install" >&2; exit 1; }
