@@ -94,6 +94,30 @@ def serve(
         )
 
 
+@app.command()
+def demo(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 8000,
+    db: Annotated[str, typer.Option("--db", help="Database URL")] = "sqlite:///./localbo-demo.db",
+    policy: Annotated[str, typer.Option(help="The study's policy")] = "minucb",
+    trials: Annotated[int, typer.Option(min=1, help="Measurements the simulated lab makes")] = 300,
+    delay: Annotated[float, typer.Option(min=0, help="Seconds each measurement takes")] = 0.5,
+) -> None:
+    """Serve on 127.0.0.1 with a study that a simulated lab (the 6-d Hartmann function) runs in the
+    background: open the dashboard and watch a local-BO run live. Ctrl-C stops both."""
+    import uvicorn
+
+    from localbo.bootstrap import prepare_database
+    from localbo.demo import start_lab
+    from localbo.logs import dict_config
+
+    settings = _settings(db, host="127.0.0.1", port=port)
+    prepare_database(settings)
+    os.environ.update(LOCALBO_DATABASE_URL=settings.database_url, LOCALBO_HOST="127.0.0.1", LOCALBO_PORT=str(port))
+    start_lab(f"http://127.0.0.1:{port}", f"demo-{policy}", policy, trials, delay)
+    config = dict_config(settings.log_format, settings.access_log)
+    uvicorn.run("localbo.api:create_app", factory=True, host="127.0.0.1", port=port, log_config=config)
+
+
 @contextmanager
 def metrics_directory(workers: int) -> Iterator[None]:
     """Several API processes write their metrics to one directory that every scrape sums
