@@ -2,7 +2,7 @@
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench fuzz
+.PHONY: setup run demo test lint docs bench fuzz
 
 $(STAMP): pyproject.toml client/pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
@@ -11,6 +11,14 @@ setup: $(STAMP)
 
 run: $(STAMP)
 	$(VENV)/bin/localbo serve
+
+# a server with a study that a simulated lab runs in the background: watch it on the dashboard
+demo: $(STAMP)
+	$(VENV)/bin/localbo demo
+
+# the documentation site from docs/ (MkDocs, Material): REST, configuration and results pages generated
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 test: $(STAMP)
 	bash scripts/test_database.sh
