@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import typer
@@ -61,9 +62,55 @@ def test_dockerfile_installs_cpu_torch_before_the_service_and_copies_what_exists
     text = (ROOT / "Dockerfile").read_text()
     torch_at = text.index('pip install --index-url "${TORCH_INDEX}" "${TORCH_SPEC}"')
     assert "ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu" in text
-    assert torch_at < text.index("pip install . ./client"), "torch first, so pip pulls no CUDA build"
+    assert torch_at < text.index("pip install -r requirements.lock"), "torch first, so pip pulls no CUDA build"
     for source in re.findall(r"^COPY (\S+)", text, flags=re.M):
         assert (ROOT / source).exists(), source
     cmd = re.search(r"^CMD (\[.*\])$", text, flags=re.M)
     assert cmd is not None
     parses_as_cli(yaml.safe_load(cmd.group(1)))
+
+
+def test_the_image_checks_its_health_and_runs_on_sqlite_in_a_writable_directory() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    health = re.search(r"^HEALTHCHECK .*?CMD (\[.*\])$", text, flags=re.M | re.S)
+    assert health is not None and "http://127.0.0.1:8000/healthz" in health.group(1)
+    assert "ENV LOCALBO_DATABASE_URL=sqlite:////data/localbo.db" in text
+    assert 'VOLUME ["/data"]' in text and "chown localbo /data" in text
+    assert text.index("chown localbo /data") < text.index("USER localbo"), "made writable before dropping root"
+
+
+def test_the_image_installs_the_locked_versions() -> None:
+    """requirements.lock (scripts/lock.sh) pins every dependency of the service and the client but torch,
+    each at a version their pyproject allows; the image installs it, then the packages without deps."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    text = (ROOT / "Dockerfile").read_text()
+    assert text.index("pip install -r requirements.lock") < text.index("pip install --no-deps . ./client")
+    pinned = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith((" ", "#")):
+            requirement = Requirement(line)
+            (version,) = [s.version for s in requirement.specifier if s.operator == "=="]
+            pinned[canonicalize_name(requirement.name)] = version
+    declared = []
+    for pyproject in (ROOT / "pyproject.toml", ROOT / "client" / "pyproject.toml"):
+        declared += tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    for raw in declared:
+        requirement = Requirement(raw)
+        name = canonicalize_name(requirement.name)
+        if name == "torch":
+            assert name not in pinned, "torch comes from PyTorch's index, installed first"
+            continue
+        assert name in pinned, f"{name} is not in requirements.lock: run scripts/lock.sh"
+        assert requirement.specifier.contains(pinned[name]), (name, pinned[name], str(requirement.specifier))
+    assert not [n for n in pinned if n.startswith("nvidia")], "resolved against the CPU torch"
+
+
+def test_every_worker_has_a_health_check_on_its_metrics_port() -> None:
+    services = compose()["services"]
+    for name in ("worker", "worker-gpu"):
+        worker = services[name]
+        port = worker["environment"]["LOCALBO_WORKER_METRICS_PORT"]
+        assert f"http://127.0.0.1:{port}/metrics" in " ".join(worker["healthcheck"]["test"]), name
+    assert "/healthz" in " ".join(services["api"]["healthcheck"]["test"])
