@@ -1,0 +1,90 @@
+"""The README's first screen, followed literally (issue 20, item 4): its two commands, then the Python
+client example twice and the curl block twice against the server that ``make run`` started. The
+commands and code are read from README.md, never copied here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+URL = "http://127.0.0.1:8000"  # where the README says make run serves
+
+
+def section(title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, flags=re.S | re.M)
+    assert match is not None, title
+    return match.group(1)
+
+
+def blocks(text: str, language: str = "") -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_the_two_commands_are_make_run_and_make_test_and_ci_runs_the_same() -> None:
+    assert [b.strip() for b in blocks(section("Two commands"))] == ["make run", "make test"]
+    assert "\nmake test\n" in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """What ``make run`` reads, in a folder of its own (so ./localbo.db is not the developer's), with the
+    installed .venv; files keep their times, so make sees the set-up as done."""
+    for name in ("Makefile", "pyproject.toml", "README.md", "client/pyproject.toml", "scripts/setup.sh"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, tmp_path / name)
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    plan = subprocess.run(["make", "-n", "run"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "setup.sh" not in plan, "the set-up is older than pyproject.toml: run make setup first"
+    return tmp_path
+
+
+def test_the_first_screen_works_as_written_twice(checkout: Path) -> None:
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 8000)) == 0:
+            pytest.fail("something already listens on 127.0.0.1:8000, where the README's server goes")
+    log = open(checkout / "serve.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(["bash", "-c", "make run"], cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert server.poll() is None, (checkout / "serve.log").read_text()
+            try:
+                if httpx.get(f"{URL}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert "localbo listening on http://127.0.0.1:8000" in (checkout / "serve.log").read_text()
+
+        (python,) = blocks(section("Python client"), "python")
+        for run in (1, 2):
+            done = subprocess.run([sys.executable, "-c", python], cwd=checkout, capture_output=True, text=True,
+                                  timeout=300)  # fmt: skip
+            assert done.returncode == 0, f"run {run}: {done.stderr[-3000:]}"
+            assert "Trial(number=" in done.stdout, done.stdout
+        beam = httpx.get(f"{URL}/api/v1/studies/beam/trials", params={"limit": 1000}).json()["trials"]
+        assert len(beam) == 2 * 102 and all(t["state"] == "complete" for t in beam), "both runs, one study"
+
+        curl = blocks(section("REST, for lab equipment"))[0]
+        outputs = [subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=60) for _ in (1, 2)]
+        assert all(o.returncode == 0 for o in outputs), [o.stderr for o in outputs]
+        assert '"number":1' in outputs[0].stdout.replace(" ", "")
+        assert "a study named 'furnace' already exists" in outputs[1].stdout, outputs[1].stdout
+        (trial,) = httpx.get(f"{URL}/api/v1/studies/furnace/trials").json()["trials"]
+        assert (trial["number"], trial["state"], trial["value"]) == (1, "complete", 0.82), "told once, asked once"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+        log.close()
