@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sqlite3
 import subprocess
 import sys
@@ -303,3 +304,28 @@ def test_a_dropped_database_connection_is_a_503_with_retry_after(pg_url: str) ->
         r = api.get("/api/v1/studies")
         assert r.status_code == 503 and r.headers["Retry-After"] == "1", r.text
         assert api.get("/api/v1/studies").status_code == 200, "the next request gets a fresh connection"
+
+
+def test_an_ask_may_wait_for_the_policy_instead_of_taking_a_fallback(local) -> None:
+    """Issue 18, item 4: ``wait_seconds`` per ask (the server's default here: no wait at all)."""
+    service = local(ask_wait_seconds=0, ask_wait_max_seconds=60, suggest_ahead=False)
+    service.create_study("slow", "minimize", SPACE, "test-sleeping", seed=3)
+    (hurried,) = service.ask("slow")["trials"]
+    assert hurried["source"] == "fallback", "the server's default wait (0 s here) ran out"
+    (patient,) = service.ask("slow", wait_seconds=30)["trials"]
+    assert patient["source"] == "test-sleeping", "it waited for the policy's point"
+
+
+def test_a_longer_wait_than_the_servers_maximum_is_cut_to_it(local) -> None:
+    service = local(ask_wait_seconds=0, ask_wait_max_seconds=0, suggest_ahead=False)
+    service.create_study("capped", "minimize", SPACE, "test-sleeping", seed=3)
+    (trial,) = service.ask("capped", wait_seconds=600)["trials"]
+    assert trial["source"] == "fallback", "cut to the maximum (0 s), it did not wait for the 8-s policy"
+
+
+@pytest.mark.parametrize("wait", [-1, "5", float("inf"), True])
+def test_a_wait_that_is_not_a_nonnegative_number_is_a_422_naming_it(api, wait) -> None:  # noqa: ANN001
+    api.post("/api/v1/studies", json={"name": "w", "space": SPACE, "policy": "sobol"})
+    body = '{"wait_seconds": ' + ("Infinity" if wait == float("inf") else json.dumps(wait)) + "}"
+    answer = api.post("/api/v1/studies/w/ask", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422 and "wait_seconds" in answer.json()["detail"], answer.text

@@ -81,6 +81,9 @@ class RunSpec:
     noise_std: float | None = None  # evaluation noise instead of the objective's own (0: noise-free)
     device: str = "cpu"  # where a direct run's policy computes (SuggestRequest.device), e.g. "cuda"
     deadline: float | None = None  # epoch seconds: stop there and keep the evaluations so far (a cut run)
+    # an http run's asks wait for the policy (up to the server's LOCALBO_ASK_WAIT_MAX_SECONDS) instead of
+    # taking fallback points, unless a run says it may take them (then the server's default wait holds)
+    allow_fallbacks: bool = False
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
@@ -289,6 +292,7 @@ def param_names(d: int) -> list[str]:
 
 def run_http(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
     from localbo_client import Client
+    from localbo_client.client import POLICY_WAIT_SECONDS
 
     if spec.url is None:
         raise ValueError("runner 'http' needs RunSpec.url (a running localbo server)")
@@ -307,8 +311,9 @@ def run_http(spec: RunSpec, objective: Objective, progress: Progress | None = No
             seed=spec.seed,
             metadata={"benchmark": "synthetic", "objective": spec.objective, "instance": objective.instance},
         )
+        wait = None if spec.allow_fallbacks else POLICY_WAIT_SECONDS
         for _ in range(spec.evals):
-            trial = study.ask()
+            trial = study.ask(wait_seconds=wait)
             x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
             y, f = rec.evaluate(x)
             study.tell(trial, y)

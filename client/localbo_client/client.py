@@ -29,6 +29,7 @@ log = logging.getLogger("localbo_client")
 ABANDON_RETRY_FOR = 5.0
 _REASON_CHARS = 1000  # an exception's text can be long; the reason only needs to say what happened
 SERVICE_ERRORS = (LocalboError, httpx.HTTPError)
+POLICY_WAIT_SECONDS = 900.0  # optimize's asks wait this long for the policy (the server's maximum by default)
 # Answers to a tell after which failing the trial is futile: it is gone, settled already, or not ours to change.
 SETTLED = frozenset({401, 403, 404, 409})
 
@@ -109,6 +110,7 @@ class Client:
             transport=transport,
         )
         self.retry = RetryPolicy(retry_for=retry_for, backoff=backoff, retries=retries)
+        self.timeout = timeout
 
     def __enter__(self) -> Client:
         return self
@@ -128,6 +130,7 @@ class Client:
         params: Any = None,
         idempotent: bool = False,
         retry_for: float | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """One call, retried within the time budget (``retry_for`` overrides the client's): a request that never
         reached the server, a 429, and a 503/409 with ``Retry-After`` always; a lost answer and other 5xx only for a
@@ -138,7 +141,8 @@ class Client:
         attempts = self.retry.start(retry_for)
         while True:
             try:
-                response = self._http.request(method, path, json=json, params=params, headers=headers)
+                limit = httpx.Timeout(timeout, connect=10.0) if timeout is not None else httpx.USE_CLIENT_DEFAULT
+                response = self._http.request(method, path, json=json, params=params, headers=headers, timeout=limit)
             except (*NOT_SENT, *MAYBE_SENT) as exc:
                 if not (isinstance(exc, NOT_SENT) or harmless) or not attempts.pause():
                     raise
@@ -215,11 +219,18 @@ class Study:
         self.info = self.client.request("GET", self._path)
         return self.info
 
-    def ask(self, count: int = 1, client_id: str | None = None) -> Any:
-        """A ``Trial`` (count=1) or a list of ``count`` trials."""
-        data = self.client.request(
-            "POST", f"{self._path}/ask", json={"count": count, "client_id": client_id}, idempotent=True
-        )
+    def ask(self, count: int = 1, client_id: str | None = None, wait_seconds: float | None = None) -> Any:
+        """A ``Trial`` (count=1) or a list of ``count`` trials.
+
+        ``wait_seconds``: how long the server waits for the policy when its plan is empty before it hands out
+        fallback points (None: the server's LOCALBO_ASK_WAIT_SECONDS; it cuts longer waits to its maximum).
+        """
+        body: dict[str, Any] = {"count": count, "client_id": client_id}
+        timeout = None
+        if wait_seconds is not None:
+            body["wait_seconds"] = wait_seconds
+            timeout = max(self.client.timeout, wait_seconds + 30.0)  # the answer may take that long
+        data = self.client.request("POST", f"{self._path}/ask", json=body, idempotent=True, timeout=timeout)
         trials = [Trial.from_json(t, self) for t in data["trials"]]
         return trials[0] if count == 1 else trials
 
@@ -281,8 +292,12 @@ class Study:
         n_trials: int,
         n_workers: int = 1,
         catch: tuple[type[BaseException], ...] = (),
+        wait_seconds: float | None = POLICY_WAIT_SECONDS,
     ) -> None:
         """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads.
+
+        Each ask waits for the policy (``wait_seconds``, 15 minutes by default, cut to the server's
+        LOCALBO_ASK_WAIT_MAX_SECONDS) rather than take fallback points; None: the server's default wait.
 
         An exception from ``fn`` (or a value that is not a finite number, a ``ValueError``) fails its
         trial; one listed in ``catch`` lets the run go on, any other stops all workers and is raised here.
@@ -330,7 +345,7 @@ class Study:
                     with lock:
                         if next(budget, None) is None:
                             return
-                    trial = self.ask(client_id=client_id)
+                    trial = self.ask(client_id=client_id, wait_seconds=wait_seconds)
                     with lock:
                         if not interrupted:
                             held[worker] = trial

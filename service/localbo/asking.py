@@ -60,9 +60,18 @@ class Asking:
         self._expiry_checked: dict[int, float] = {}  # study id -> when its leases were last swept
         self._recheck_keys = write.dialect.name != "sqlite"  # see idempotency.replay
 
-    async def ask(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
-        """Hand out ``count`` trials; when the plan is short, wait for the study's planning job."""
-        deadline = time.monotonic() + self.settings.ask_wait_seconds
+    async def ask(
+        self,
+        name: str,
+        count: int = 1,
+        client_id: str | None = None,
+        key: str | None = None,
+        wait_seconds: float | None = None,
+    ) -> dict:
+        """Hand out ``count`` trials; when the plan is short, wait for the study's planning job, ``wait_seconds``
+        (LOCALBO_ASK_WAIT_SECONDS when None, never more than LOCALBO_ASK_WAIT_MAX_SECONDS), then fall back."""
+        wait = self.settings.ask_wait_seconds if wait_seconds is None else wait_seconds
+        deadline = time.monotonic() + min(wait, self.settings.ask_wait_max_seconds)
         for _ in range(MAX_PLAN_ROUNDS):
             served = await self.tx.run(self.step, name, count, client_id, key)
             if not isinstance(served, Short):
@@ -72,9 +81,16 @@ class Asking:
                 break
         return await self.tx.run(self.step, name, count, client_id, key, True)
 
-    def ask_blocking(self, name: str, count: int = 1, client_id: str | None = None, key: str | None = None) -> dict:
+    def ask_blocking(
+        self,
+        name: str,
+        count: int = 1,
+        client_id: str | None = None,
+        key: str | None = None,
+        wait_seconds: float | None = None,
+    ) -> dict:
         """``ask`` for callers without an event loop (the CLI, tests, benchmarks)."""
-        return asyncio.run(self.ask(name, count, client_id, key))
+        return asyncio.run(self.ask(name, count, client_id, key, wait_seconds))
 
     def step(
         self, name: str, count: int, client_id: str | None, key: str | None, fallback: bool = False
@@ -192,12 +208,7 @@ class Asking:
             state, _ = policy_state(cls, study)
             box = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), space.dim)
             points = fallback_points(space, k, generator, box)
-        log.warning(
-            "study %s: the policy was not ready within %.1f s; %d fallback point(s)",
-            study.name,
-            self.settings.ask_wait_seconds,
-            k,
-        )
+        log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)
         return points
 
     def _expiry_due(self, study_id: int, now: datetime) -> bool:

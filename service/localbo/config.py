@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     ask_wait_seconds: float = Field(
         default=30.0, ge=0, description="An ask waits this long for the policy, then gets a fallback point"
     )
+    ask_wait_max_seconds: float = Field(
+        default=900.0, ge=0, description="The longest an ask may choose to wait for the policy (its wait_seconds)"
+    )
     policy_timeout_seconds: float = Field(
         default=900.0, gt=0, description="The longest one policy computation may take (worker result wait)"
     )

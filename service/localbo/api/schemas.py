@@ -139,6 +139,13 @@ class StudyList(BaseModel):
 
 class AskRequest(Strict):
     count: int = Field(default=1, ge=1, le=DB_INT_MAX, strict=True, description="How many trials to hand out")
+    wait_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="How long to wait for the policy when its plan is empty before taking fallback points: "
+        "default LOCALBO_ASK_WAIT_SECONDS, at most LOCALBO_ASK_WAIT_MAX_SECONDS (a longer wait is cut to it)",
+    )
     client_id: str | None = Field(
         default=None,
         max_length=200,

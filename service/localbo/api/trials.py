@@ -44,7 +44,7 @@ async def ask(
 ) -> dict:
     check_write(who, study)
     body = body or AskRequest()
-    return await service.asking.ask(study, body.count, body.client_id, key)
+    return await service.asking.ask(study, body.count, body.client_id, key, body.wait_seconds)
 
 
 @router.post("/trials/{number}/tell", response_model=TrialOut, responses=responses(*WRITE))
