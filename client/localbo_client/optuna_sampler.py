@@ -30,7 +30,7 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 
-from localbo_client.client import Client, Study
+from localbo_client.client import POLICY_WAIT_SECONDS, Client, Study
 
 NUMBER_ATTR = "localbo:number"  # the localbo trial behind an Optuna trial
 STUDY_ATTR = "localbo:study"  # the localbo study behind an Optuna study
@@ -104,7 +104,7 @@ class LocalBOSampler(BaseSampler):
         if not search_space:
             return {}
         remote = self._localbo_study(study, search_space)
-        asked = remote.ask()
+        asked = remote.ask(wait_seconds=POLICY_WAIT_SECONDS)  # the policy's point, never a fallback one
         study._storage.set_trial_system_attr(trial._trial_id, NUMBER_ATTR, asked.number)
         return {name: asked.params[name] for name in search_space}
 
