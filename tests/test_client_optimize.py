@@ -36,26 +36,41 @@ class FakeServer:
             if path == "/api/v1/studies/s":
                 return httpx.Response(200, json=STUDY)
             if path == "/api/v1/studies/s/ask":
-                self.asks += 1
-                if self.broken_ask is not None and self.asks >= self.broken_ask:
-                    return httpx.Response(self.status, json={"detail": "study 's' not found"})
-                number = len(self.states)
-                self.states[number] = "running"
-                return httpx.Response(200, json={"trials": [self.trial(number)]})
+                return self.ask()
             told = re.fullmatch(r"/api/v1/studies/s/trials/(\d+)/tell", path)
             if told:
-                number, body = int(told[1]), json.loads(request.content)
-                self.tell_calls += 1
-                if self.broken_tell is not None and self.tell_calls >= self.broken_tell:
-                    return httpx.Response(self.status, json={"detail": "study 's' not found"})
-                if body.get("state") == "failed":
-                    self.states[number] = "failed"
-                    self.failed[number] = body["reason"]
-                    return httpx.Response(200, json=self.trial(number, reason=body["reason"]))
-                self.tells.append(number)
-                self.states[number] = "complete"
-                return httpx.Response(200, json=self.trial(number, value=body["value"]))
+                return self.tell(int(told[1]), json.loads(request.content))
+            both = re.fullmatch(r"/api/v1/studies/s/trials/(\d+)/tell-and-ask", path)
+            if both:  # the two halves in one call, as the server does them: the tell, then the ask
+                body = json.loads(request.content)
+                told_answer = self.tell(int(both[1]), body["tell"])
+                if told_answer.status_code != 200:
+                    return told_answer
+                asked = self.ask()
+                if asked.status_code != 200:
+                    return asked
+                return httpx.Response(200, json={"told": told_answer.json(), "trials": asked.json()["trials"]})
         return httpx.Response(404, json={"detail": f"no route {path}"})
+
+    def ask(self) -> httpx.Response:
+        self.asks += 1
+        if self.broken_ask is not None and self.asks >= self.broken_ask:
+            return httpx.Response(self.status, json={"detail": "study 's' not found"})
+        number = len(self.states)
+        self.states[number] = "running"
+        return httpx.Response(200, json={"trials": [self.trial(number)]})
+
+    def tell(self, number: int, body: dict) -> httpx.Response:
+        self.tell_calls += 1
+        if self.broken_tell is not None and self.tell_calls >= self.broken_tell:
+            return httpx.Response(self.status, json={"detail": "study 's' not found"})
+        if body.get("state") == "failed":
+            self.states[number] = "failed"
+            self.failed[number] = body["reason"]
+            return httpx.Response(200, json=self.trial(number, reason=body["reason"]))
+        self.tells.append(number)
+        self.states[number] = "complete"
+        return httpx.Response(200, json=self.trial(number, value=body["value"]))
 
 
 def study_on(server: FakeServer) -> tuple[Client, object]:

@@ -252,6 +252,39 @@ class Study:
         )
         return self._update(trial, data)
 
+    def tell_and_ask(
+        self,
+        trial: Trial | int,
+        value: float | None = None,
+        *,
+        reason: str | None = None,
+        count: int = 1,
+        client_id: str | None = None,
+        wait_seconds: float | None = None,
+    ) -> Any:
+        """Tell ``trial`` its ``value`` (or fail it with ``reason``) and ask for the next ``count`` trials, in one
+        round trip; returns the next ``Trial`` (count=1) or a list, and updates ``trial``. A retried call
+        stores the result once and returns the same next trials (one Idempotency-Key for both halves)."""
+        if (value is None) == (reason is None):
+            raise ValueError("tell_and_ask: give a value, or a reason to fail the trial, not both")
+        number = trial.number if isinstance(trial, Trial) else int(trial)
+        tell = {"value": _finite(value)} if value is not None else {"state": "failed", "reason": reason}
+        ask: dict[str, Any] = {"count": count, "client_id": client_id}
+        timeout = None
+        if wait_seconds is not None:
+            ask["wait_seconds"] = wait_seconds
+            timeout = max(self.client.timeout, wait_seconds + 30.0)
+        data = self.client.request(
+            "POST",
+            f"{self._path}/trials/{number}/tell-and-ask",
+            json={"tell": tell, "ask": ask},
+            idempotent=True,
+            timeout=timeout,
+        )
+        self._update(trial, data["told"])
+        trials = [Trial.from_json(t, self) for t in data["trials"]]
+        return trials[0] if count == 1 else trials
+
     def heartbeat(self, trial: Trial | int) -> Trial:
         number = trial.number if isinstance(trial, Trial) else int(trial)
         return self._update(
@@ -318,43 +351,60 @@ class Study:
                 errors.append(exc)
             stop.set()
 
-        def evaluate(trial: Trial) -> bool:
-            """Evaluate and tell one trial; False when the workers must stop."""
+        def take() -> bool:
+            """One evaluation of the budget for this worker; False when it is spent."""
+            with lock:
+                return next(budget, None) is not None
+
+        def evaluate(trial: Trial, client_id: str) -> Trial | None | bool:
+            """Evaluate and tell one trial, asking for the next in the same round trip while the budget lasts:
+            the next trial, None when the budget is spent, False when the workers must stop."""
+            value: float | None = None
+            reason: str | None = None
             try:
                 value = _finite(fn(trial.params))
             except catch as exc:
-                self.fail(trial, f"{type(exc).__name__}: {exc}"[:_REASON_CHARS])
-                return True
+                reason = f"{type(exc).__name__}: {exc}"[:_REASON_CHARS]
             except BaseException as exc:
                 record(exc)  # first: the objective's error is the one raised, whatever becomes of the fail
                 self._abandon(trial, f"{type(exc).__name__}: {exc}", exc)
                 return False
             try:
-                self.tell(trial, value)
+                if not stop.is_set() and take():
+                    return self.tell_and_ask(
+                        trial, value, reason=reason, client_id=client_id, wait_seconds=wait_seconds
+                    )
+                if reason is not None:
+                    self.fail(trial, reason)
+                else:
+                    self.tell(trial, value)  # type: ignore[arg-type]
+                return None
             except BaseException as exc:
                 record(exc)
                 if not (isinstance(exc, LocalboError) and exc.status in SETTLED):  # else a fail is futile
                     self._abandon(trial, f"abandoned: its tell failed ({type(exc).__name__}: {exc})", exc)
                 return False
-            return True
 
         def work(worker: int) -> None:
             client_id = f"optimize-{uuid.uuid4().hex[:8]}-{worker}"
             try:
-                while not stop.is_set():
-                    with lock:
-                        if next(budget, None) is None:
-                            return
-                    trial = self.ask(client_id=client_id, wait_seconds=wait_seconds)
+                if stop.is_set() or not take():
+                    return
+                trial: Trial | None | bool = self.ask(client_id=client_id, wait_seconds=wait_seconds)
+                while isinstance(trial, Trial):
                     with lock:
                         if not interrupted:
                             held[worker] = trial
                     if interrupted:  # asked while the caller was interrupted: nobody will evaluate it
                         self._abandon(trial, interrupted[0])
                         return
+                    if stop.is_set():  # asked (with a tell) as another worker failed: nobody will evaluate it
+                        with lock:
+                            held.pop(worker, None)
+                        self._abandon(trial, "optimize stopped: another worker's call failed")
+                        return
                     try:
-                        if not evaluate(trial):
-                            return
+                        trial = evaluate(trial, client_id)
                     finally:
                         with lock:
                             held.pop(worker, None)

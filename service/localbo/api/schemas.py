@@ -188,6 +188,16 @@ class TellRequest(Strict):
     reason: str | None = Field(default=None, max_length=10_000, description="Why a trial failed")
 
 
+class TellAndAskRequest(Strict):
+    tell: TellRequest = Field(description="The tell, as POST .../trials/{number}/tell takes it")
+    ask: AskRequest = Field(default_factory=AskRequest, description="The ask, as POST .../ask takes it")
+
+
+class TellAndAskResponse(BaseModel):
+    told: TrialOut = Field(description="The trial as the tell left it")
+    trials: list[TrialOut] = Field(description="The trials the ask handed out")
+
+
 class ExternalTrial(Strict):
     params: Params
     value: float = Field(strict=True, allow_inf_nan=False)

@@ -1,4 +1,4 @@
-"""Routes for trials: ask, tell, heartbeat, external trials, listing, best and export."""
+"""Routes for trials: ask, tell (and tell-and-ask), heartbeat, external trials, listing, best and export."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from localbo.api.schemas import (
     AskRequest,
     AskResponse,
     ExternalTrial,
+    TellAndAskRequest,
+    TellAndAskResponse,
     TellRequest,
     TrialList,
     TrialOut,
 )
+from localbo.bootstrap import Service
 from localbo.errors import InvalidInput
 from localbo.json_values import readable
 
@@ -57,6 +60,28 @@ async def tell(
     key: IdempotencyKey = None,
 ) -> dict:
     check_write(who, study)
+    return await _tell(service, study, number, body)
+
+
+@router.post("/trials/{number}/tell-and-ask", response_model=TellAndAskResponse, responses=responses(*WRITE))
+async def tell_and_ask(
+    study: StudyName,
+    number: TrialNumber,
+    body: TellAndAskRequest,
+    service: ServiceDep,
+    who: Caller,
+    key: IdempotencyKey = None,
+) -> dict:
+    """A worker's cycle in one round trip: tell trial ``number``, then ask for the next trials. Each half
+    keeps its meaning: the tell is idempotent by itself, and the ask replays its first answer for the same
+    ``Idempotency-Key``, so a retried call stores the result once and returns the same next trials."""
+    check_write(who, study)
+    told = await _tell(service, study, number, body.tell)
+    asked = await service.asking.ask(study, body.ask.count, body.ask.client_id, key, body.ask.wait_seconds)
+    return {"told": told, "trials": asked["trials"]}
+
+
+async def _tell(service: Service, study: str, number: int, body: TellRequest) -> dict:
     if body.state == "failed":
         return await service.tx.run(lambda: service.telling.tell(study, number, failed=body.reason or ""))
     if body.value is None:
