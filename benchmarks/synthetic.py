@@ -70,6 +70,7 @@ from harness.report import (  # noqa: E402
     write_report,
 )
 from harness.runners import OPTUNA_METHODS, RunResult, RunSpec, known_methods, run, runner_for  # noqa: E402
+from harness.runs import commit_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
@@ -314,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "command": "benchmarks/synthetic.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine(),
+        "commit": commit_of(Path(__file__).parent),
         "versions": versions(),
         "smoke": args.smoke,
         "jobs": args.jobs,

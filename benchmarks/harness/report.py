@@ -64,6 +64,7 @@ def run_summary(result: RunResult) -> dict[str, Any]:
         "evals": len(result.rows),
         "policy_config": spec.policy_config,
         "wall_s": result.wall_s,
+        "cpu_s": result.cpu_s,
         "errors": result.errors[:20],
         "n_errors": len(result.errors),
     }

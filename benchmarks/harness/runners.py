@@ -61,7 +61,7 @@ COLUMNS = [
     "source",
     "elapsed_s",
 ]
-OPTUNA_METHODS = ("tpe", "gpsampler", "optuna-random")
+OPTUNA_METHODS = ("tpe", "gpsampler", "cmaes", "optuna-random")
 INCUMBENT_KEYS = ("incumbent", "x_t", "x_incumbent", "xt")
 FALLBACK = "fallback"
 
@@ -103,6 +103,7 @@ class RunResult:
     rows: list[dict[str, Any]]
     wall_s: float
     errors: list[str] = field(default_factory=list)  # policy failures answered with fallback points
+    cpu_s: float | None = None  # CPU seconds of the process over the run (all its threads)
 
 
 def runner_for(method: str, runner: str) -> str:
@@ -206,13 +207,13 @@ class Recorder:
 def run(spec: RunSpec, progress: Progress | None = None) -> RunResult:
     """Run ``spec`` to its budget of evaluations."""
     objective = get_objective(spec.objective, instance_for(spec.objective, spec.seed))
-    if spec.runner == "direct":
-        return run_direct(spec, objective, progress)
-    if spec.runner == "http":
-        return run_http(spec, objective, progress)
-    if spec.runner == "optuna":
-        return run_optuna(spec, objective, progress)
-    raise ValueError(f"unknown runner {spec.runner!r}; expected direct, http or optuna")
+    runners = {"direct": run_direct, "http": run_http, "optuna": run_optuna}
+    if spec.runner not in runners:
+        raise ValueError(f"unknown runner {spec.runner!r}; expected direct, http or optuna")
+    cpu = time.process_time()
+    result = runners[spec.runner](spec, objective, progress)
+    result.cpu_s = time.process_time() - cpu  # runs run one at a time in their process
+    return result
 
 
 # -- direct: the policy API, emulating the engine ---------------------------------------------
@@ -336,6 +337,8 @@ def make_sampler(method: str, seed: int) -> Any:
         return optuna.samplers.TPESampler(seed=seed)
     if method == "gpsampler":
         return optuna.samplers.GPSampler(seed=seed)
+    if method == "cmaes":  # CMA-ES (the cmaes package), what high-dimensional users pick beside TuRBO
+        return optuna.samplers.CmaEsSampler(seed=seed)
     if method == "optuna-random":
         return optuna.samplers.RandomSampler(seed=seed)
     raise ValueError(f"unknown Optuna method {method!r}; expected one of {OPTUNA_METHODS}")

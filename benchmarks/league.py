@@ -1,0 +1,189 @@
+"""The local-BO league table: our local policies against what users pick instead (TuRBO, CMA-ES, Optuna's
+TPE and GP sampler, random), instance by instance, from runs that exist.
+
+It runs nothing itself (except in ``--smoke``): it reads the per-evaluation CSVs and run summaries that
+``synthetic.py`` and ``mujoco_rl.py`` wrote (committed results and the league's own runs in
+``results/league_runs/``), and writes ``results/league.md`` and ``league.json`` whole. Every planned row
+that no run covers is listed with the exact command that would make it, and why it is not there yet.
+
+    python benchmarks/league.py                    # the table from what is committed
+    python benchmarks/league.py --smoke            # a tiny synthetic run of three methods, tabled, in a temp dir
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.runs import output_dir, run_meta
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+METHODS = ["la-minucb", "minucb", "gibo", "mpd", "turbo", "cmaes", "gpsampler", "tpe", "random"]
+SYNTHETIC = ["gp25", "gp50", "gp100", "ackley25", "rosenbrock25"]
+MUJOCO = {"swimmer": 500, "hopper": 1000}
+SOURCES = [("synthetic", RESULTS), ("mujoco", RESULTS), ("league_gp25", RESULTS / "league_runs")]
+TURBO_CONFIG = '{"batch_size": 5}'
+
+
+def command_for(instance: str, method: str) -> tuple[str, str]:
+    """The command that would make the missing row, and why it was not run this session."""
+    if instance in MUJOCO:
+        return (
+            f"benchmarks/mujoco_rl.py --envs {instance} --methods {method} --seeds 3 --jobs 2",
+            "MuJoCo runs take 5-30 min each on 2 cores; not run for the new methods yet",
+        )
+    config = f" --policy-config 'turbo={TURBO_CONFIG}'" if method == "turbo" else ""
+    return (
+        f"benchmarks/synthetic.py --objectives {instance} --methods {method} --seeds 5 --evals 500 --jobs 2 "
+        f"--threads 1{config} --out benchmarks/results/league_runs --name league_{instance} --resume",
+        "CPU: 5 seeds x 500 evaluations of a GP policy at d >= 25 take 10 min to hours per method on 2 cores",
+    )
+
+
+def load(name: str, folder: Path) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    csv_path, json_path = folder / f"{name}.csv", folder / f"{name}.json"
+    if not csv_path.exists():
+        return [], {}
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
+    return rows, json.loads(json_path.read_text()) if json_path.exists() else {}
+
+
+def mean_se(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:.4g}"
+    return f"{statistics.fmean(values):.4g} ± {statistics.stdev(values) / math.sqrt(len(values)):.2g}"
+
+
+def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
+    """Per instance and method: the final best and incumbent per seed, costs, fallbacks and where it came from."""
+    table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for name, folder in sources:
+        rows, summary = load(name, folder)
+        meta = summary.get("meta", {})
+        runs = {(r["objective"], r["method"], int(r["seed"])): r for r in summary.get("runs", [])}
+        last: dict[tuple[str, str, int], dict[str, str]] = {}
+        fallbacks: dict[tuple[str, str], int] = defaultdict(int)
+        for r in rows:
+            key = (r["objective"], r["method"], int(r["seed"]))
+            if key not in last or int(r["eval"]) > int(last[key]["eval"]):
+                last[key] = r
+            fallbacks[(r["objective"], r["method"])] += r["source"] == "fallback"
+        for (objective, method, seed), r in sorted(last.items()):
+            cell = table[objective].setdefault(
+                method,
+                {"seeds": {}, "wall_s": [], "cpu_s": [], "source": f"{folder.name}/{name}",
+                 "when": meta.get("date", "?"), "commit": meta.get("commit", "not recorded"),
+                 "machine": str(meta.get("machine", "?"))[:120], "maximise": name == "mujoco"},
+            )  # fmt: skip
+            run = runs.get((objective, method, seed), {})
+            incumbent = float(r["incumbent"]) if r.get("incumbent_from") == "policy" and r["incumbent"] else None
+            cell["seeds"][seed] = {"best": float(r["best_so_far"]), "incumbent": incumbent, "evals": int(r["eval"])}
+            cell["wall_s"].append(float(run.get("wall_s") or r["elapsed_s"]))
+            if run.get("cpu_s") is not None:
+                cell["cpu_s"].append(float(run["cpu_s"]))
+            cell["fallbacks"] = fallbacks[(objective, method)]
+    return table
+
+
+def wins(cells: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Per method, the seeds (instances) on which it ended best among the methods that ran that seed."""
+    out = dict.fromkeys(cells, 0)
+    seeds = set().union(*(c["seeds"] for c in cells.values())) if cells else set()
+    for seed in seeds:
+        ran = {m: c["seeds"][seed]["best"] for m, c in cells.items() if seed in c["seeds"]}
+        maximise = next(iter(cells.values()))["maximise"]
+        top = max(ran.values()) if maximise else min(ran.values())
+        for m, v in ran.items():
+            out[m] += v == top
+    return out
+
+
+def markdown(table: dict[str, Any], instances: list[str], meta: dict[str, Any]) -> str:
+    lines = [
+        "# League table: local BO against what users pick instead",
+        "",
+        "Written whole by `benchmarks/league.py` from the runs' own files (it runs nothing). `best` = the best",
+        "value found by the last evaluation (noise-free for the synthetic functions, lower is better; episode",
+        "return for MuJoCo, higher is better); `iterate` = the value at the policy's current iterate where it has",
+        "one. Mean ± standard error over seeds; `wins` = seeds on which the method ended best among those run;",
+        "wall and CPU seconds per run; `fallbacks` = points that were not the policy's. Each row names the file",
+        "it comes from, when and at which commit that run was made (runs older than the policy contract v2 ran",
+        "the same algorithms with other random streams).",
+        "",
+        f"Table built {meta['when']} at commit {meta['commit']}.",
+        "",
+    ]
+    missing = []
+    for instance in instances:
+        cells = table.get(instance, {})
+        lines += [f"## {instance}", ""]
+        if cells:
+            w = wins(cells)
+            lines += [
+                "| method | seeds | evals | best | iterate | wins | wall s / run | CPU s / run | fallbacks | from |",
+                "|---|---|---|---|---|---|---|---|---|---|",
+            ]
+            maximise = next(iter(cells.values()))["maximise"]
+            order = sorted(cells, key=lambda m: statistics.fmean(s["best"] for s in cells[m]["seeds"].values()))
+            for m in reversed(order) if maximise else order:
+                c = cells[m]
+                seeds = c["seeds"].values()
+                iterate = [s["incumbent"] for s in seeds if s["incumbent"] is not None]
+                cpu = mean_se(c["cpu_s"]) if c["cpu_s"] else "not recorded"
+                best, evals = mean_se([s["best"] for s in seeds]), min(s["evals"] for s in seeds)
+                lines.append(
+                    f"| {m} | {len(c['seeds'])} | {evals} | {best} "
+                    f"| {mean_se(iterate) if iterate else '-'} | {w[m]} | {mean_se(c['wall_s'])} | {cpu} "
+                    f"| {c['fallbacks']} | {c['source']}, {c['when']}, commit {c['commit']} |"
+                )
+        else:
+            lines.append("No run yet.")
+        lines.append("")
+        missing += [(instance, m) for m in METHODS if m not in cells]
+    lines += ["## Rows not run yet", "", "| instance | method | command | why not yet |", "|---|---|---|---|"]
+    for instance, method in missing:
+        command, why = command_for(instance, method)
+        lines.append(f"| {instance} | {method} | `{command}` | {why} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def smoke_runs(folder: Path) -> list[tuple[str, Path]]:
+    subprocess.run(
+        [sys.executable, str(HERE / "synthetic.py"), "--objectives", "branin", "--methods", "turbo,cmaes,random",
+         "--seeds", "1", "--evals", "6", "--no-optimum", "--out", str(folder), "--name", "league_smoke"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return [("league_smoke", folder)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="a tiny run of three methods, tabled in a temp dir")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    out = output_dir(parser, args, RESULTS, "league")
+    meta = run_meta(__file__, args.smoke)
+    sources = smoke_runs(out) if args.smoke else SOURCES
+    instances = ["branin"] if args.smoke else [*SYNTHETIC, *MUJOCO]
+    table = league(sources)
+    (out / "league.json").write_text(json.dumps({"meta": meta, "table": table}, indent=1) + "\n")
+    text = markdown(table, instances, meta)
+    (out / "league.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
