@@ -123,6 +123,15 @@ def live_server(db_url: str) -> Iterator[ServerProcess]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One live server on its own SQLite file for a whole test module (its log beside the database)."""
+    folder = tmp_path_factory.mktemp("server")
+    server = ServerProcess(f"sqlite:///{folder / 'db.sqlite'}", log_path=folder / "server.log")
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def redis_env() -> dict[str, str]:
     """Settings for the real Redis on 127.0.0.1:6379: a database and queue names of this session's own."""

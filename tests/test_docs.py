@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,8 @@ def code_blocks(page: str, language: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("docs")
-    server = ServerProcess(f"sqlite:///{folder / 'db.sqlite'}", log_path=folder / "server.log")
-    yield server
-    server.stop()
+def server(sqlite_server: ServerProcess) -> ServerProcess:
+    return sqlite_server
 
 
 def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -36,11 +35,8 @@ def objective(trial: optuna.Trial) -> float:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("optuna-sampler")
-    server = ServerProcess(f"sqlite:///{folder / 'db.sqlite'}", log_path=folder / "server.log")
-    yield server
-    server.stop()
+def server(sqlite_server: ServerProcess) -> ServerProcess:
+    return sqlite_server
 
 
 def remote_name(study: optuna.Study) -> str:
