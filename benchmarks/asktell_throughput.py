@@ -41,6 +41,7 @@ import re
 import socket
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -56,16 +57,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness.processes import PG_ADMIN_URL, ServerProcess, fresh_database
+from harness.processes import PG_ADMIN_URL, ServerProcess, free_port, fresh_database
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
 RESULT_NAME = "asktell_throughput"
 LOCALBO = "localbo over HTTP"
+LOCALBO_CYCLE = "localbo over HTTP, tell-and-ask"  # one round trip per cycle (POST .../tell-and-ask)
 OPTUNA = "optuna RDB in-process"
+OPTUNA_GRPC = "optuna gRPC proxy"  # optuna.storages.run_grpc_proxy_server + GrpcStorageProxy: Optuna as a service
 OPTUNA_DEFAULTS = "optuna RDB in-process, SQLite defaults"
 DIM = 10
 GOAL_RATIO = 10.0
+GRPC_GOAL_RATIO = 5.0  # against Optuna's own service (its gRPC storage proxy)
 MAX_ERRORS = 10  # per configuration; past this it stops (each error already took the client's ~6 s of retries)
 WARMUP = 10  # untimed cycles per server / storage before the first timed configuration
 
@@ -216,6 +220,52 @@ def proc_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """``proc_cpu_seconds`` of a process and its live descendants (uvicorn's worker processes)."""
+    own = proc_cpu_seconds(pid)
+    if own is None:
+        return None
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            children += [int(c) for c in task.read_text().split()]
+    return own + sum(tree_cpu_seconds(c) or 0.0 for c in children)
+
+
+GRPC_SERVER = """
+import sys
+from asktell_throughput import optuna_storage
+from optuna.storages import run_grpc_proxy_server
+run_grpc_proxy_server(optuna_storage(sys.argv[1]), host="127.0.0.1", port=int(sys.argv[2]))
+"""
+
+
+@contextlib.contextmanager
+def grpc_proxy(url: str, log: Path) -> Any:
+    """Optuna's storage service: ``run_grpc_proxy_server`` over an RDBStorage (the same settings as the
+    in-process rows) in its own process, and a ``GrpcStorageProxy`` to it here; yields (proxy, server pid)."""
+    from optuna.storages import GrpcStorageProxy
+
+    port = free_port()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", GRPC_SERVER, url, str(port)], cwd=Path(__file__).parent, stdout=out, stderr=out
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the gRPC proxy did not start: {log.read_text()[-2000:]}")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield GrpcStorageProxy(host="127.0.0.1", port=port), proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 
@@ -223,7 +273,7 @@ class Server(ServerProcess):
     """The server under test, with its CPU time read from /proc."""
 
     def cpu(self) -> float | None:
-        return proc_cpu_seconds(self.proc.pid)
+        return tree_cpu_seconds(self.proc.pid)
 
     def log_errors(self) -> dict[str, int]:
         """The exception lines (``module.SomeError: message``) and ERROR lines of the log, counted."""
@@ -261,7 +311,9 @@ def verify_localbo(url: str, name: str, expected: int) -> tuple[bool, str]:
     return True, f"{expected} complete trials, numbers 1..{expected}, no gaps"
 
 
-def bench_localbo(server: Server, backend: str, clients: int, trials: int) -> Row:
+def bench_localbo(server: Server, backend: str, clients: int, trials: int, one_trip: bool = False) -> Row:
+    """``clients`` threads cycling ``trials`` times in all: ask then tell (two round trips), or with
+    ``one_trip`` each tell asking for the next trial (``tell_and_ask``: one round trip a cycle)."""
     from localbo_client import Client
 
     name = f"bench-{clients}c-{uuid.uuid4().hex[:8]}"
@@ -269,14 +321,20 @@ def bench_localbo(server: Server, backend: str, clients: int, trials: int) -> Ro
     errors = ErrorLog()
     with Client(server.url) as admin:
         admin.create_study(name, space(), policy="random", seed=12345)
+    shares = split(trials, clients)
 
-    def cycle(state: tuple[Any, str], _: int) -> bool:
+    def cycle(state: dict[str, Any], _: int) -> bool:
         if errors.too_many:
             return False
-        study, client_id = state
+        study, client_id = state["study"], state["client_id"]
+        state["left"] -= 1
         try:
-            trial = study.ask(client_id=client_id)
-            study.tell(trial, objective(trial.params))
+            trial = state.pop("next", None) or study.ask(client_id=client_id)
+            value = objective(trial.params)
+            if one_trip and state["left"] > 0:  # the thread's last cycle tells alone: no trial left over
+                state["next"] = study.tell_and_ask(trial, value, client_id=client_id)
+            else:
+                study.tell(trial, value)
         except Exception as exc:  # noqa: BLE001 - counted and reported
             errors.add(exc)
             return False
@@ -284,14 +342,17 @@ def bench_localbo(server: Server, backend: str, clients: int, trials: int) -> Ro
 
     with contextlib.ExitStack() as stack:
         made = [stack.enter_context(Client(server.url, transport=CountingTransport(retries))) for _ in range(clients)]
-        states = [(client.get_study(name), f"bench-{clients}c-{i}") for i, client in enumerate(made)]
+        states = [
+            {"study": client.get_study(name), "client_id": f"bench-{clients}c-{i}", "left": shares[i]}
+            for i, client in enumerate(made)
+        ]
         cpu0, server0 = time.process_time(), server.cpu()
-        timing = run_threads(states, split(trials, clients), cycle)
+        timing = run_threads(states, shares, cycle)
         cpu, server1 = time.process_time() - cpu0, server.cpu()
     verified, check = verify_localbo(server.url, name, trials)
     return measured_row(
         backend,
-        LOCALBO,
+        LOCALBO_CYCLE if one_trip else LOCALBO,
         clients,
         trials,
         timing,
@@ -398,6 +459,7 @@ class Plan:
     optuna: list[tuple[int, int]]  # (threads, total trials)
     smoke: bool
     optuna_defaults: int = 0  # trials for the reference row: Optuna on SQLite without WAL (0: none)
+    api_processes: int = 1  # on Postgres, also the most clients on a server with this many API processes
 
 
 def make_plan(args: argparse.Namespace) -> Plan:
@@ -410,7 +472,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         return Plan(backends, [(1, n), (2, n)], [(1, n)], smoke=True)
     n = args.trials or 1000
     m = args.optuna_trials or 300
-    return Plan(backends, [(1, n), (8, n)], [(1, m), (8, m)], smoke=False, optuna_defaults=m)
+    return Plan(backends, [(1, n), (8, n)], [(1, m), (8, m)], smoke=False, optuna_defaults=m, api_processes=2)
 
 
 def progress(message: str) -> None:
@@ -435,14 +497,30 @@ def run(plan: Plan, workdir: Path) -> tuple[list[Row], dict[str, dict[str, int]]
             try:
                 warm_localbo(server)
                 for clients, trials in plan.localbo:
-                    progress(f"[{backend}] localbo over HTTP, {clients} client(s), {trials} trials ...")
-                    rows.append(bench_localbo(server, backend, clients, trials))
-                    progress(describe(rows[-1]))
+                    for one_trip in (False, True):
+                        mode = "tell-and-ask" if one_trip else "ask + tell"
+                        progress(f"[{backend}] localbo over HTTP ({mode}), {clients} client(s), {trials} trials ...")
+                        rows.append(bench_localbo(server, backend, clients, trials, one_trip))
+                        progress(describe(rows[-1]))
             finally:
                 server.stop()
                 server_errors[backend] = server.log_errors()
                 for line, n in server_errors[backend].items():
                     progress(f"  server log ({n}x): {line}")
+            if backend == "postgres" and plan.api_processes > 1:
+                clients, trials = plan.localbo[-1]
+                progress(f"[{backend}] localbo, {plan.api_processes} API processes, {clients} clients ...")
+                server = Server(
+                    url, workdir / f"server-{backend}-workers.log", args=("--workers", str(plan.api_processes))
+                )
+                try:
+                    warm_localbo(server)
+                    row = bench_localbo(server, backend, clients, trials, one_trip=True)
+                    row.system = f"{LOCALBO_CYCLE}, {plan.api_processes} API processes"
+                    rows.append(row)
+                    progress(describe(rows[-1]))
+                finally:
+                    server.stop()
         with fresh_database(backend, workdir, "optuna") as url:
             storage = optuna_storage(url)
             try:
@@ -453,6 +531,19 @@ def run(plan: Plan, workdir: Path) -> tuple[list[Row], dict[str, dict[str, int]]
                     progress(describe(rows[-1]))
             finally:
                 storage.engine.dispose()
+        with (
+            fresh_database(backend, workdir, "optuna-grpc") as url,
+            grpc_proxy(url, workdir / "grpc.log") as (proxy, pid),
+        ):
+            warm_optuna(proxy)
+            for threads, trials in plan.optuna:
+                progress(f"[{backend}] {OPTUNA_GRPC}, {threads} thread(s), {trials} trials ...")
+                before = proc_cpu_seconds(pid)
+                row = bench_optuna(proxy, backend, threads, trials, OPTUNA_GRPC)
+                after = proc_cpu_seconds(pid)
+                row.server_cpu_s = None if before is None or after is None else after - before
+                rows.append(row)
+                progress(describe(rows[-1]))
         if backend == "sqlite" and plan.optuna_defaults:
             # Reference only: Optuna as most people run it (rollback journal, synchronous=FULL).
             with fresh_database(backend, workdir, "optuna-defaults") as url:
@@ -497,6 +588,32 @@ def ratios(rows: list[Row]) -> dict[str, dict[str, float]]:
         o = find(rows, r.backend, OPTUNA, r.clients)
         if r.system == LOCALBO and o is not None and o.trials_per_s > 0:
             out.setdefault(r.backend, {})[str(r.clients)] = r.trials_per_s / o.trials_per_s
+    return out
+
+
+def goals(rows: list[Row], plan: Plan) -> list[dict[str, Any]]:
+    """Issue 19's targets, each measured from the rows: localbo's faster mode with one client against Optuna's
+    RDB (>= 10x) and its gRPC proxy (>= 5x); 8 clients on 2 API processes against one client (Postgres)."""
+    out = []
+    for backend in plan.backends:
+        ours = [r for s in (LOCALBO, LOCALBO_CYCLE) if (r := find(rows, backend, s, 1)) is not None]
+        if not ours:
+            continue
+        best = max(ours, key=lambda r: r.trials_per_s)
+        for system, target in ((OPTUNA, GOAL_RATIO), (OPTUNA_GRPC, GRPC_GOAL_RATIO)):
+            peer = find(rows, backend, system, 1)
+            if peer is not None and peer.trials_per_s > 0:
+                ratio = best.trials_per_s / peer.trials_per_s
+                out.append({"backend": backend, "goal": f"1 client: {best.system} >= {target:.0f}x {system}",
+                            "measured": f"{best.trials_per_s:.0f}/s vs {peer.trials_per_s:.0f}/s = {ratio:.1f}x",
+                            "met": ratio >= target})  # fmt: skip
+    many = next((r for r in rows if r.backend == "postgres" and "API processes" in r.system), None)
+    one = find(rows, "postgres", LOCALBO_CYCLE, 1)
+    if many is not None and one is not None and one.trials_per_s > 0:
+        ratio = many.trials_per_s / one.trials_per_s
+        goal = f"{many.clients} clients on {plan.api_processes} API processes >= 2x one client"
+        measured = f"{many.trials_per_s:.0f}/s vs {one.trials_per_s:.0f}/s = {ratio:.2f}x"
+        out.append({"backend": "postgres", "goal": goal, "measured": measured, "met": ratio >= 2.0})
     return out
 
 
@@ -625,6 +742,7 @@ def write_results(
         "goal_ratio_one_client": GOAL_RATIO,
         "server_log_errors": server_errors,
         "findings": found,
+        "goals": goals(rows, plan),
     }
     (out / f"{RESULT_NAME}.json").write_text(json.dumps(data, indent=2, allow_nan=True) + "\n")
     v = meta["versions"]
@@ -663,6 +781,15 @@ def write_results(
         "1..N, all complete, each value matching its parameters; optuna: the number of complete trials stored. "
         "Server CPU is the localbo server process's CPU time (from /proc) over the run; client CPU is the "
         "benchmark process's (for Optuna that is all of Optuna's work).",
+        "",
+        "## Goals (issue 19)",
+        "",
+        "| backend | goal | measured | met |",
+        "|---|---|---|---|",
+        *(
+            f"| {g['backend']} | {g['goal']} | {g['measured']} | {'yes' if g['met'] else '**no**'} |"
+            for g in goals(rows, plan)
+        ),
         "",
         "## localbo / optuna, one client",
         "",
