@@ -57,6 +57,8 @@ class Planner:
         find some planned: the policy computes only the missing ones, conditioned on those.
         """
         with self._study_lock(study_id):
+            if ahead and self._plan_holds_points(study_id):
+                return  # suggest-ahead fills only an empty plan: seen with a read, no claim (two writes) taken
             token = uuid.uuid4().hex
             give_up = time.monotonic() + self.settings.policy_timeout_seconds + 60
             while not self.claims.take(study_id, token):
@@ -68,6 +70,10 @@ class Planner:
                 self._plan_claimed(study_id, need, ahead, token)
             finally:
                 self.claims.release(study_id, token)
+
+    def _plan_holds_points(self, study_id: int) -> bool:
+        with self.db.connect() as conn:
+            return repo.count_plan(conn, study_id) > 0
 
     def _study_lock(self, study_id: int) -> threading.Lock:
         """Callers outside ``jobs`` (tests, a second job after a restart) never plan one study twice at once."""
