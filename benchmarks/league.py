@@ -69,6 +69,7 @@ def mean_se(values: list[float]) -> str:
 def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
     """Per instance and method: the final best and incumbent per seed, costs, fallbacks and where it came from."""
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    table["_sources"] = {}
     for name, folder in sources:
         rows, summary = load(name, folder)
         meta = summary.get("meta", {})
@@ -80,13 +81,24 @@ def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
             if key not in last or int(r["eval"]) > int(last[key]["eval"]):
                 last[key] = r
             fallbacks[(r["objective"], r["method"])] += r["source"] == "fallback"
+        label = str((folder / name).relative_to(RESULTS)) if folder.is_relative_to(RESULTS) else str(folder / name)
         for (objective, method, seed), r in sorted(last.items()):
             cell = table[objective].setdefault(
                 method,
-                {"seeds": {}, "wall_s": [], "cpu_s": [], "source": f"{folder.name}/{name}",
-                 "when": meta.get("date", "?"), "commit": meta.get("commit", "not recorded"),
-                 "machine": str(meta.get("machine", "?"))[:120], "maximise": name == "mujoco"},
-            )  # fmt: skip
+                {
+                    "seeds": {},
+                    "wall_s": [],
+                    "cpu_s": [],
+                    "source": label,
+                    "maximise": name == "mujoco",
+                },
+            )
+            table["_sources"][label] = {
+                "when": str(meta.get("date", "?")),
+                "commit": meta.get("commit", "not recorded (runs from before the benchmark recorded it)"),
+                "machine": str(meta.get("machine", "?")),
+                "command": str(meta.get("command", "?")),
+            }
             run = runs.get((objective, method, seed), {})
             incumbent = float(r["incumbent"]) if r.get("incumbent_from") == "policy" and r["incumbent"] else None
             cell["seeds"][seed] = {"best": float(r["best_so_far"]), "incumbent": incumbent, "evals": int(r["eval"])}
@@ -146,13 +158,19 @@ def markdown(table: dict[str, Any], instances: list[str], meta: dict[str, Any]) 
                 lines.append(
                     f"| {m} | {len(c['seeds'])} | {evals} | {best} "
                     f"| {mean_se(iterate) if iterate else '-'} | {w[m]} | {mean_se(c['wall_s'])} | {cpu} "
-                    f"| {c['fallbacks']} | {c['source']}, {c['when']}, commit {c['commit']} |"
+                    f"| {c['fallbacks']} | {c['source']} |"
                 )
         else:
             lines.append("No run yet.")
         lines.append("")
         missing += [(instance, m) for m in METHODS if m not in cells]
-    lines += ["## Rows not run yet", "", "| instance | method | command | why not yet |", "|---|---|---|---|"]
+    lines += ["## Where the rows come from", ""]
+    for label, source in table.get("_sources", {}).items():
+        lines += [
+            f"- `{label}` (its `.md`, `.csv` and `.json`): made {source['when']}; commit "
+            f"{source['commit']}; machine: {source['machine']}; command: `{source['command']}`",
+        ]
+    lines += ["", "## Rows not run yet", "", "| instance | method | command | why not yet |", "|---|---|---|---|"]
     for instance, method in missing:
         command, why = command_for(instance, method)
         lines.append(f"| {instance} | {method} | `{command}` | {why} |")

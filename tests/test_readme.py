@@ -88,3 +88,9 @@ def test_the_first_screen_works_as_written_twice(checkout: Path) -> None:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
         log.close()
+
+
+def test_the_benchmark_figures_are_what_the_results_files_say() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme_figures.py"), "--check"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
