@@ -114,3 +114,23 @@ def test_every_worker_has_a_health_check_on_its_metrics_port() -> None:
         port = worker["environment"]["LOCALBO_WORKER_METRICS_PORT"]
         assert f"http://127.0.0.1:{port}/metrics" in " ".join(worker["healthcheck"]["test"]), name
     assert "/healthz" in " ".join(services["api"]["healthcheck"]["test"])
+
+
+def test_docker_compose_itself_validates_the_file() -> None:
+    """No Docker engine runs on these machines, so the stack is not started here; Debian's docker-compose
+    (which .ci/run installs) parses, interpolates and validates the file against the compose schema."""
+    import shutil
+    import subprocess
+
+    tool = shutil.which("docker-compose")
+    assert tool, "docker-compose is missing: apt-get install docker-compose (.ci/run does)"
+    env = {"PATH": "/usr/bin:/bin", "LOCALBO_TOKENS": "change-me=admin"}
+    done = subprocess.run([tool, "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    resolved = yaml.safe_load(done.stdout)["services"]
+    assert resolved["api"]["environment"]["LOCALBO_TOKENS"] == "change-me=admin"
+    assert "healthcheck" in resolved["worker"] and "healthcheck" in resolved["api"]
+    unset = subprocess.run([tool, "-f", str(ROOT / "docker-compose.yml"), "config"], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin"}, timeout=60)  # fmt: skip
+    assert unset.returncode != 0 and "LOCALBO_TOKENS" in unset.stderr, "no tokens: compose refuses to start"
