@@ -152,8 +152,10 @@ def fit_model(
     fit: bool = True,
     device: torch.device | None = None,
     generator: torch.Generator | None = None,
+    maxiter: int | None = None,
 ) -> SingleTaskGP:
-    """The GP on the last ``n_max`` points, MAP-fitted from ``hypers`` (warm start) when ``fit``.
+    """The GP on the last ``n_max`` points, MAP-fitted from ``hypers`` (warm start) when ``fit``; ``maxiter``
+    bounds the L-BFGS-B iterations of the fit (None: until it converges).
 
     X: n x d, y: n (n >= 1). The model lives on ``device`` (X's device when None). A fit that fails is
     retried from prior draws (``generator``; seeded with 0 when None); when all fail, ``hypers`` stay.
@@ -166,7 +168,9 @@ def fit_model(
             if attempt:
                 _prior_draw(model, generator)
             try:
-                fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), max_attempts=1)
+                bounded = {"options": {"maxiter": maxiter}} if maxiter else None
+                mll = ExactMarginalLogLikelihood(model.likelihood, model)
+                fit_gpytorch_mll(mll, max_attempts=1, optimizer_kwargs=bounded)
                 break
             except ModelFittingError:
                 from_state(model, hypers)

@@ -65,6 +65,13 @@ class LocalConfig(PolicyConfig):
     refit: Literal["every", "when_full", "never"] = Field(
         default="every", description="MAP refit every iteration, only once N >= N_max (GIBO), or never"
     )
+    warm_fit_iterations: int | None = Field(
+        default=25,
+        ge=1,
+        le=100_000,
+        description="L-BFGS-B iterations of a MAP refit warm-started from the last one (None: to convergence)",
+    )
+    full_fit_every: int = Field(default=5, ge=1, le=10_000, description="Iterations between refits to convergence")
     num_restarts: int = Field(default=5, ge=1, le=64, description="Restarts per exploration point")
     raw_samples: int = Field(default=64, ge=1, le=4096, description="Raw samples per exploration point")
     queue: Literal["auto", "cpu", "gpu"] = Field(
@@ -256,13 +263,16 @@ class LocalPolicy(Policy):
             return self._top_up(request, data, state, x_t)
         if n == 0:  # every trial of the batch failed: send the same iteration again
             return self._iteration(request, data, state, t, x_t, state.hypers, {"event": "retry"})
-        model = self._fit(data, config, state.hypers, _seed(request.seed, t + 1, 0))
+        model = self._fit(data, config, state.hypers, _seed(request.seed, t + 1, 0), t + 1)
         x_next, info = self.step(model, x_t, config)
         return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
 
-    def _fit(self, data: Data, config: LocalConfig, hypers: gp.Hypers | None, seed: int) -> Any:
-        """The GP on the data window, refitted as ``config.refit`` says, warm-started from ``hypers``."""
+    def _fit(self, data: Data, config: LocalConfig, hypers: gp.Hypers | None, seed: int, t: int = 0) -> Any:
+        """The GP on the data window, refitted as ``config.refit`` says, warm-started from ``hypers``: a bounded
+        refit (``warm_fit_iterations``) between full ones (every ``full_fit_every`` iterations, and the first)."""
         refit = config.refit == "every" or (config.refit == "when_full" and data.X.shape[0] >= data.n_max)
+        full = hypers is None or t % config.full_fit_every == 0
+        maxiter = None if full else config.warm_fit_iterations
         return gp.fit_model(
             data.X,
             data.y,
@@ -272,6 +282,7 @@ class LocalPolicy(Policy):
             fit=refit,
             device=data.X.device,
             generator=torch.Generator().manual_seed(seed),
+            maxiter=maxiter,
         )
 
     def _iteration(
