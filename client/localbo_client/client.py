@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -339,95 +338,9 @@ class Study:
         stop, and the first error is raised here. No trial is left ``running``: a worker whose tell gave up
         fails its trial (best effort), and an interrupt (Ctrl-C) here fails the trials the workers hold.
         """
-        budget = iter(range(n_trials))
-        lock = threading.Lock()
-        stop = threading.Event()
-        errors: list[BaseException] = []
-        held: dict[int, Trial] = {}  # worker -> the trial it evaluates; the caller fails them on an interrupt
-        interrupted: list[str] = []  # the interrupt's reason, once there was one
+        from localbo_client.optimizing import optimize  # the worker loop lives in its own module
 
-        def record(exc: BaseException) -> None:
-            with lock:
-                errors.append(exc)
-            stop.set()
-
-        def take() -> bool:
-            """One evaluation of the budget for this worker; False when it is spent."""
-            with lock:
-                return next(budget, None) is not None
-
-        def evaluate(trial: Trial, client_id: str) -> Trial | None | bool:
-            """Evaluate and tell one trial, asking for the next in the same round trip while the budget lasts:
-            the next trial, None when the budget is spent, False when the workers must stop."""
-            value: float | None = None
-            reason: str | None = None
-            try:
-                value = _finite(fn(trial.params))
-            except catch as exc:
-                reason = f"{type(exc).__name__}: {exc}"[:_REASON_CHARS]
-            except BaseException as exc:
-                record(exc)  # first: the objective's error is the one raised, whatever becomes of the fail
-                self._abandon(trial, f"{type(exc).__name__}: {exc}", exc)
-                return False
-            try:
-                if not stop.is_set() and take():
-                    return self.tell_and_ask(
-                        trial, value, reason=reason, client_id=client_id, wait_seconds=wait_seconds
-                    )
-                if reason is not None:
-                    self.fail(trial, reason)
-                else:
-                    self.tell(trial, value)  # type: ignore[arg-type]
-                return None
-            except BaseException as exc:
-                record(exc)
-                if not (isinstance(exc, LocalboError) and exc.status in SETTLED):  # else a fail is futile
-                    self._abandon(trial, f"abandoned: its tell failed ({type(exc).__name__}: {exc})", exc)
-                return False
-
-        def work(worker: int) -> None:
-            client_id = f"optimize-{uuid.uuid4().hex[:8]}-{worker}"
-            try:
-                if stop.is_set() or not take():
-                    return
-                trial: Trial | None | bool = self.ask(client_id=client_id, wait_seconds=wait_seconds)
-                while isinstance(trial, Trial):
-                    with lock:
-                        if not interrupted:
-                            held[worker] = trial
-                    if interrupted:  # asked while the caller was interrupted: nobody will evaluate it
-                        self._abandon(trial, interrupted[0])
-                        return
-                    if stop.is_set():  # asked (with a tell) as another worker failed: nobody will evaluate it
-                        with lock:
-                            held.pop(worker, None)
-                        self._abandon(trial, "optimize stopped: another worker's call failed")
-                        return
-                    try:
-                        trial = evaluate(trial, client_id)
-                    finally:
-                        with lock:
-                            held.pop(worker, None)
-            except BaseException as exc:  # ask, tell or fail: raised in the caller, never lost with the thread
-                record(exc)
-
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n_workers)]
-        try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        except BaseException as exc:  # e.g. KeyboardInterrupt in the caller: fail what the workers hold, then stop
-            stop.set()
-            with lock:
-                interrupted.append(f"optimize was interrupted ({type(exc).__name__})")
-                abandoned = list(held.values())
-                held.clear()
-            for trial in abandoned:
-                self._abandon(trial, interrupted[0], exc)
-            raise
-        if errors:
-            raise errors[0]
+        optimize(self, fn, n_trials, n_workers, catch, wait_seconds)
 
     def _abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None:
         """Fail a trial the client gives up on, so it does not stay ``running`` until its lease ends; best effort:
