@@ -30,7 +30,12 @@ RESULTS = HERE / "results"
 METHODS = ["la-minucb", "minucb", "gibo", "mpd", "turbo", "cmaes", "gpsampler", "tpe", "random"]
 SYNTHETIC = ["gp25", "gp50", "gp100", "ackley25", "rosenbrock25"]
 MUJOCO = {"swimmer": 500, "hopper": 1000}
-SOURCES = [("synthetic", RESULTS), ("mujoco", RESULTS), ("league_gp25", RESULTS / "league_runs")]
+SOURCES = [
+    ("synthetic", RESULTS),
+    ("mujoco", RESULTS),
+    ("league_gp25", RESULTS / "league_runs"),
+    ("league_cmaes", RESULTS / "league_runs"),
+]
 TURBO_CONFIG = '{"batch_size": 5}'
 
 
