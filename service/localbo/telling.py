@@ -55,7 +55,8 @@ class Telling:
             # The common case in one statement: the trial is open, so finish it.
             done = repo.finish_open_trial(conn, name, number, state.value, told, reason, utcnow())
         if done is not None:
-            self.planner.plan_ahead(done.study_id)
+            if not done.plan_holds:  # suggest-ahead fills only an empty plan
+                self.planner.plan_ahead(done.study_id)
             return trial_out(done)
         with self.write.begin() as conn:
             trial = locked_trial(conn, name, number)  # already finished (or missing): say how

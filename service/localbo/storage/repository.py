@@ -11,6 +11,7 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
+    exists,
     func,
     insert,
     select,
@@ -208,14 +209,17 @@ _FINISH_OPEN_TRIAL = (
         completed_at=bindparam("b_completed_at"),
         lease_expires_at=None,
     )
-    .returning(*TRIAL_COLUMNS)
+    # whether the study's plan holds points, read in the same statement: suggest-ahead after the tell
+    # needs no read (a connection and a thread hop) of its own when it does
+    .returning(*TRIAL_COLUMNS, exists().where(plan.c.study_id == trials.c.study_id).label("plan_holds"))
 )
 
 
 def finish_open_trial(
     conn: Connection, name: str, number: int, state: str, value: float | None, reason: str | None, at: datetime
 ) -> Row | None:
-    """Completes or fails a running (or stale) trial in one statement; None if it is not open."""
+    """Completes or fails a running (or stale) trial in one statement; None if it is not open. The row
+    also says whether the study's plan holds points (``plan_holds``)."""
     params = {
         "name": name,
         "b_number": number,
