@@ -14,6 +14,6 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 .venv/bin/python -m pip install -q "$TORCH_SPEC" numpy 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import torch" || { echo "torch did not install ($TORCH_SPEC)" >&2; exit 1; }
 .venv/bin/python -m pip install -q -e ".[dev,bench,docs]" -e "./client[optuna]" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import localbo, localbo_client, botorch, prometheus_client, mkdocs, optuna" || { echo "localbo did not install" >&2; exit 1; }
+.venv/bin/python -c "import localbo, localbo_client, botorch, prometheus_client, mkdocs, optuna, grpc, google.protobuf" || { echo "localbo did not install" >&2; exit 1; }
 touch .venv/.installed
 echo "set up: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
