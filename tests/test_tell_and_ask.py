@@ -44,6 +44,22 @@ def test_a_retry_with_the_same_key_stores_once_and_returns_the_same_next_trials(
     assert [(t["number"], t["state"]) for t in trials] == [(1, "complete"), (2, "running")]
 
 
+def test_an_empty_plan_after_the_tell_makes_the_ask_wait_for_the_policy(make_client) -> None:  # noqa: ANN001
+    api = make_client(suggest_ahead=False, ask_wait_seconds=300)  # nothing planned after a tell: the ask computes
+    name = unique("cycle-short")
+    body = {"name": name, "space": SPACE, "policy": "sobol", "policy_config": {"plan_ahead": 1}, "seed": 3}
+    assert api.post("/api/v1/studies", json=body).status_code == 201
+    (trial,) = api.post(f"/api/v1/studies/{name}/ask", json={}).json()["trials"]
+    for number in range(2, 5):
+        url = f"/api/v1/studies/{name}/trials/{trial['number']}/tell-and-ask"
+        answer = api.post(url, json={"tell": {"value": 0.1}})
+        assert answer.status_code == 200, answer.text
+        (trial,) = answer.json()["trials"]
+        assert trial["number"] == number and trial["source"] != "fallback", trial
+    trials = api.get(f"/api/v1/studies/{name}/trials").json()["trials"]
+    assert [t["state"] for t in trials] == ["complete"] * 3 + ["running"]
+
+
 def test_a_tell_that_conflicts_asks_nothing(api) -> None:  # noqa: ANN001
     name = study(api)
     (first,) = api.post(f"/api/v1/studies/{name}/ask", json={}).json()["trials"]

@@ -76,17 +76,27 @@ async def tell_and_ask(
     keeps its meaning: the tell is idempotent by itself, and the ask replays its first answer for the same
     ``Idempotency-Key``, so a retried call stores the result once and returns the same next trials."""
     check_write(who, study)
-    told = await _tell(service, study, number, body.tell)
-    asked = await service.asking.ask(study, body.ask.count, body.ask.client_id, key, body.ask.wait_seconds)
-    return {"told": told, "trials": asked["trials"]}
+    ask = body.ask
+
+    def both() -> tuple[dict, object]:  # one hop to the transaction thread: the tell, then an ask from the plan
+        return _tell_now(service, study, number, body.tell), service.asking.step(study, ask.count, ask.client_id, key)
+
+    told, served = await service.tx.run(both)
+    if not isinstance(served, dict):  # the plan was short: the ask waits for the policy as it does alone
+        served = await service.asking.ask(study, ask.count, ask.client_id, key, ask.wait_seconds)
+    return {"told": told, "trials": served["trials"]}
 
 
 async def _tell(service: Service, study: str, number: int, body: TellRequest) -> dict:
+    return await service.tx.run(_tell_now, service, study, number, body)
+
+
+def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> dict:
     if body.state == "failed":
-        return await service.tx.run(lambda: service.telling.tell(study, number, failed=body.reason or ""))
+        return service.telling.tell(study, number, failed=body.reason or "")
     if body.value is None:
         raise InvalidInput("value", "expected a finite number (or state 'failed' with a reason)")
-    return await service.tx.run(service.telling.tell, study, number, body.value)
+    return service.telling.tell(study, number, body.value)
 
 
 @router.post("/trials/{number}/heartbeat", response_model=TrialOut, responses=responses(*WRITE))
