@@ -3,11 +3,13 @@
 - ``<!-- generated: rest -->``: the REST reference, from the app's OpenAPI document;
 - ``<!-- generated: configuration -->``: the settings table, from ``localbo.config.Settings``;
 - ``<!-- results: FILE#HEADING -->``: a section (its table) of a benchmark results file, as the
-  benchmark script wrote it (``benchmarks/results/FILE``), images dropped.
+  benchmark script wrote it (``benchmarks/results/FILE``), with its figures (the script's PNGs,
+  added to the site under ``results/`` by ``on_files``).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -16,21 +18,36 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 
+def on_files(files: Any, config: Any) -> Any:
+    """The benchmarks' figures, served from ``results/`` (the PNGs their scripts wrote, never copies)."""
+    from mkdocs.structure.files import File
+
+    for figure in sorted(RESULTS.glob("*.png")):
+        files.append(File.generated(config, f"results/{figure.name}", abs_src_path=str(figure)))
+    return files
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if "<!-- generated: rest -->" in markdown:
         markdown = markdown.replace("<!-- generated: rest -->", rest_reference())
     if "<!-- generated: configuration -->" in markdown:
         markdown = markdown.replace("<!-- generated: configuration -->", configuration_table())
-    return re.sub(r"<!-- results: ([\w.-]+)#(.+?) -->", lambda m: results_section(m.group(1), m.group(2)), markdown)
+    return re.sub(
+        r"<!-- results: ([\w.-]+)#(.+?) -->",
+        lambda m: results_section(m.group(1), m.group(2), page.file.src_uri),
+        markdown,
+    )
 
 
-def results_section(name: str, heading: str) -> str:
-    """The section under ``## heading`` of a results file, up to the next heading, without images."""
+def results_section(name: str, heading: str, page_uri: str = "index.md") -> str:
+    """The section under ``## heading`` of a results file, up to the next heading, its figures'
+    links pointed at ``results/`` relative to the page that includes it."""
     text = (RESULTS / name).read_text()
     match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, flags=re.S | re.M)
     if match is None:
         raise ValueError(f"benchmarks/results/{name} has no section '## {heading}'")
-    body = "\n".join(line for line in match.group(1).splitlines() if not line.startswith("!["))
+    to_results = posixpath.relpath("results", posixpath.dirname(page_uri) or ".")
+    body = re.sub(r"^!\[(.*?)\]\(([\w.-]+\.png)\)", rf"![\1]({to_results}/\2)", match.group(1), flags=re.M)
     return f"{body.strip()}\n\n*From `benchmarks/results/{name}`, section “{heading}”, as its script wrote it.*\n"
 
 

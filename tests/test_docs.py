@@ -43,6 +43,11 @@ def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> No
         assert f"LOCALBO_{name.upper()}" in configuration, name
     choosing = (site / "choosing-a-policy" / "index.html").read_text()
     assert "as its script wrote it" in choosing and "la-minucb" in choosing
+    # the figures are the benchmark scripts' own PNGs, served beside the pages (not copies in docs/)
+    figures = re.findall(r'<img alt="[^"]*" src="\.\./results/([\w.-]+\.png)"', choosing)
+    assert "synthetic_gp25.png" in figures and "mujoco_hopper.png" in figures, figures
+    for figure in figures:
+        assert (site / "results" / figure).read_bytes() == (ROOT / "benchmarks" / "results" / figure).read_bytes()
     client = (site / "reference" / "client" / "index.html").read_text()
     assert "optimize" in client and "create_study" in client
     assert "LocalBOSampler" in client
