@@ -117,8 +117,10 @@ def test_every_worker_has_a_health_check_on_its_metrics_port() -> None:
 
 
 def test_docker_compose_itself_validates_the_file() -> None:
-    """No Docker engine runs on these machines, so the stack is not started here; Debian's docker-compose
-    (which .ci/run installs) parses, interpolates and validates the file against the compose schema."""
+    """The stack is not started here: Debian's dockerd does run on these machines (a container from a
+    locally imported root filesystem ran), but the image cannot be built, as its base (python:3.11-slim,
+    Docker Hub) and PyTorch's CPU index are out of reach (only PyPI is). Debian's docker-compose (which
+    .ci/run installs) parses, interpolates and validates the file against the compose schema."""
     import shutil
     import subprocess
 
