@@ -55,7 +55,8 @@ def test_the_first_screen_works_as_written_twice(checkout: Path) -> None:
         if probe.connect_ex(("127.0.0.1", 8000)) == 0:
             pytest.fail("something already listens on 127.0.0.1:8000, where the README's server goes")
     log = open(checkout / "serve.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(["bash", "-c", "make run"], cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
+    serve = blocks(section("Two commands"))[0]  # the README's first command (make run), as it is written
+    server = subprocess.Popen(["bash", "-c", serve], cwd=checkout, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
