@@ -1,6 +1,6 @@
 """Schema fuzzing: schemathesis, every check, against a live server on SQLite with a token configured.
 
-``make fuzz`` runs it (and ``.ci/run`` after ``make test``). Bounded: a few examples per operation and
+``make fuzz`` runs it (and ``.ci/run`` before ``make test``). Bounded: a few examples per operation and
 a wall-clock budget, so it fits a few minutes on a 2-core machine. Exits non-zero on any failure
 (a response >= 500, a schema violation, an accepted bad input, ...), with schemathesis' own report.
 Settings that are not flags (the event streams' length, the few 422s a schema cannot predict) are in
