@@ -39,17 +39,36 @@ async function detail(response) {
   }
 }
 
+// Whether the server asks for tokens: "unknown" until a request says, "open" once one without a token
+// was answered, "tokens" once one was refused for the lack of one (the header's button follows it).
+export const server = { auth: "unknown" };
+
+export class HttpError extends Error {
+  constructor(status, detail) {
+    super(`${status}: ${detail}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+// GET API + path; pass the view's signal so the router can abort it on navigation.
 export async function get(path, { signal, as = "json" } = {}) {
-  const response = await fetch(API + path, { headers: headers(), signal });
+  const sent = headers();
+  const response = await fetch(API + path, { headers: sent, signal });
+  if (response.status === 401) server.auth = "tokens";
+  else if (response.ok && !sent.Authorization && server.auth === "unknown") server.auth = "open";
   if (response.status === 401 || response.status === 403) throw new AuthError(response.status, await detail(response));
-  if (!response.ok) throw new Error(`${response.status}: ${await detail(response)}`);
+  if (!response.ok) throw new HttpError(response.status, await detail(response));
+  if (sent.Authorization && response.ok) server.auth = server.auth === "open" ? "open" : "tokens";
   return as === "blob" ? response.blob() : response.json();
 }
 
 // Reads an event stream; calls onEvent(name, data) per event and onState("live" | "retrying" | "closed").
 // Reconnects with backoff, asking each time for what came after the last trial it saw (params()).
-export function subscribe(path, params, onEvent, onState) {
+// A view's signal, when given, ends the stream with the view.
+export function subscribe(path, params, onEvent, onState, signal = null) {
   const controller = new AbortController();
+  signal?.addEventListener("abort", () => controller.abort(), { once: true });
   let delay = 500;
   (async () => {
     while (!controller.signal.aborted) {

@@ -1,19 +1,22 @@
 // Canvas charts: values by trial, the iterate path, parallel coordinates. No library: each chart
 // draws tens of thousands of marks in a few milliseconds by batching them into a few paths.
 
-// Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+// Okabe-Ito hues (distinguishable with the common colour-vision deficiencies), darkened where needed so
+// every mark has a contrast of at least 3:1 on white (WCAG 1.4.11): Okabe-Ito's orange is 2.25:1, its
+// yellow 1.32:1, viridis' yellow 1.26:1. Ratios: tests/test_dashboard_v2.py checks them.
 export const COLORS = {
-  point: "rgba(0, 114, 178, 0.6)",
+  point: "rgba(0, 114, 178, 0.8)",
   best: "#000000",
-  running: "#E69F00",
-  failed: "#D55E00",
+  running: "#A65F00",
+  failed: "#C03A00",
   grid: "#e3e3e3",
   axis: "#555555",
-  lines: ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"],
+  lines: ["#0072B2", "#A65F00", "#117733", "#AA3377", "#C03A00", "#332288", "#000000", "#666600"],
 };
 
-// Viridis stops: perceptually uniform and readable in grey; best values are yellow.
-const VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"];
+// Viridis from its darkest stop to its teal (#1f9e89, 3.3:1 on white): the greens and yellows past it are
+// under 3:1 on white. Best values get the light end.
+const VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89"];
 
 export function viridis(t) {
   const i = Math.max(0, Math.min(VIRIDIS.length - 1, Math.round(t * (VIRIDIS.length - 1))));
@@ -43,6 +46,20 @@ function prepare(canvas) {
   return { ctx, w, h };
 }
 
+// text cut to maxWidth pixels with an ellipsis, so neighbouring labels never overlap
+export function fit(ctx, text, maxWidth) {
+  text = String(text);
+  if (ctx.measureText(text).width <= maxWidth) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= maxWidth) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo ? `${text.slice(0, lo)}…` : "";
+}
+
 function niceTicks(lo, hi, count = 5) {
   if (!(hi > lo)) return [lo];
   const step0 = (hi - lo) / count;
@@ -54,6 +71,11 @@ function niceTicks(lo, hi, count = 5) {
 }
 
 function frame(ctx, box, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
+  frameAxes(ctx, box, box.b, xTicks, yTicks, sx, sy, xLabel, yLabelOf);
+}
+
+// the grid, the y labels, the x labels from `labelsAt` down, the plot's outline
+function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
   ctx.strokeStyle = COLORS.grid;
   ctx.fillStyle = COLORS.axis;
   ctx.lineWidth = 1;
@@ -69,18 +91,31 @@ function frame(ctx, box, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
   for (const t of yTicks) ctx.fillText(yLabelOf(t), box.l - 6, sy(t));
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
-  for (const t of xTicks) ctx.fillText(fmt(t), sx(t), box.b + 6);
-  ctx.fillText(xLabel, (box.l + box.r) / 2, box.b + 22);
+  for (const t of xTicks) ctx.fillText(fmt(t), sx(t), labelsAt + 6);
+  ctx.fillText(xLabel, (box.l + box.r) / 2, labelsAt + 22);
   ctx.strokeStyle = COLORS.axis;
   ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
 }
 
-// Every value by trial number, the best so far as a step line, running and failed trials marked.
-// data: {value, state} arrays by number - 1; returns how many points it drew.
-export function drawHistory(canvas, data, { direction = "minimize", log = false } = {}) {
+// Every value by trial number, the best so far as a step line; running and failed trials as marks in
+// lanes of their own under the plot (a failed trial has no value to place it by).
+// data: {value, state} arrays by number - 1; highlight: null or (i) => boolean (a brushed selection:
+// the rest is drawn pale). Returns how many points it drew and the scales, for a tooltip.
+export function drawHistory(canvas, data, { direction = "minimize", log = false, highlight = null } = {}) {
   const { ctx, w, h } = prepare(canvas);
   const n = data.value.length;
-  const box = { l: 64, r: w - 12, t: 10, b: h - 40 };
+  let open = 0;
+  let failed = 0;
+  for (let i = 0; i < n; i++) {
+    const s = data.state[i];
+    if (s === "running" || s === "stale") open++;
+    else if (s === "failed") failed++;
+  }
+  const lanes = [];
+  if (failed) lanes.push({ state: "failed", label: "failed" });
+  if (open) lanes.push({ state: "open", label: "running" });
+  const LANE = 14;
+  const box = { l: 64, r: w - 12, t: 10, b: h - 40 - lanes.length * LANE - (lanes.length ? 4 : 0) };
   let lo = Infinity;
   let hi = -Infinity;
   for (let i = 0; i < n; i++) {
@@ -112,19 +147,27 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false 
   const sy = (t) => box.b - ((t - tlo) / (thi - tlo)) * (box.b - box.t);
   const yTicks = log ? niceTicks(Math.ceil(tlo), Math.floor(thi), 5).filter(Number.isInteger) : niceTicks(tlo, thi);
   const yLabel = log ? (t) => fmt(10 ** t + shift) : fmt;
-  frame(ctx, box, niceTicks(1, xmax, 6).filter((t) => Number.isInteger(t) && t >= 1), yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
+  const xTicks = niceTicks(1, xmax, Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 70)))).filter((t) => Number.isInteger(t) && t >= 1);
+  const bottom = box.b;
+  box.b = h - 40; // the x axis' labels go under the lanes
+  frameAxes(ctx, { ...box, b: bottom }, box.b, xTicks, yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
+  box.b = bottom;
 
   let drawn = 0;
   const size = n > 5000 ? 1.5 : n > 500 ? 3 : 5;
-  ctx.fillStyle = COLORS.point;
-  ctx.beginPath();
-  for (let i = 0; i < n; i++) {
-    const v = data.value[i];
-    if (v === null || data.state[i] !== "complete") continue;
-    ctx.rect(sx(i + 1) - size / 2, sy(tf(v)) - size / 2, size, size);
-    drawn++;
+  for (const pass of highlight ? ["pale", "chosen"] : ["all"]) {
+    ctx.fillStyle = pass === "pale" ? "rgba(0, 0, 0, 0.12)" : COLORS.point;
+    ctx.beginPath();
+    for (let i = 0; i < n; i++) {
+      const v = data.value[i];
+      if (v === null || data.state[i] !== "complete") continue;
+      if (pass !== "all" && highlight(i) !== (pass === "chosen")) continue;
+      const grow = pass === "chosen" ? 2 : 0;
+      ctx.rect(sx(i + 1) - size / 2 - grow / 2, sy(tf(v)) - size / 2 - grow / 2, size + grow, size + grow);
+      drawn++;
+    }
+    ctx.fill();
   }
-  ctx.fill();
 
   const better = direction === "minimize" ? (a, b) => a < b : (a, b) => a > b;
   ctx.strokeStyle = COLORS.best;
@@ -146,20 +189,39 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false 
   if (best !== null) ctx.lineTo(box.r, sy(tf(best)));
   ctx.stroke();
 
-  // running and failed trials: ticks along the bottom edge
-  for (const [state, color, y0] of [["running", COLORS.running, box.b - 10], ["failed", COLORS.failed, box.b - 5]]) {
+  // the lanes: failed trials as crosses, running (and stale) ones as hollow circles, each at its number
+  const r = n > 2000 ? 2.5 : 4;
+  lanes.forEach((lane, k) => {
+    const y = box.b + 4 + LANE * k + LANE / 2;
+    ctx.fillStyle = COLORS.axis;
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    ctx.fillText(lane.label, box.l - 6, y);
+    const color = lane.state === "failed" ? COLORS.failed : COLORS.running;
     ctx.strokeStyle = color;
     ctx.lineWidth = 2;
     ctx.beginPath();
     for (let i = 0; i < n; i++) {
-      if (data.state[i] !== state) continue;
+      const s = data.state[i];
+      if (lane.state === "failed" ? s !== "failed" : s !== "running" && s !== "stale") continue;
       const x = sx(i + 1);
-      ctx.moveTo(x, y0);
-      ctx.lineTo(x, y0 + 6);
+      if (lane.state === "failed") {
+        ctx.moveTo(x - r, y - r);
+        ctx.lineTo(x + r, y + r);
+        ctx.moveTo(x - r, y + r);
+        ctx.lineTo(x + r, y - r);
+      } else {
+        ctx.moveTo(x + r, y);
+        ctx.arc(x, y, r, 0, 2 * Math.PI);
+      }
     }
     ctx.stroke();
-  }
-  return { drawn, sx, sy, tf, box };
+  });
+  const laneOf = (y) => {
+    const k = Math.floor((y - box.b - 4) / LANE);
+    return k >= 0 && k < lanes.length ? lanes[k].state : null;
+  };
+  return { drawn, sx, sy, tf, box, laneOf };
 }
 
 // A policy's centre over time, one line per parameter, in the parameter's [low, high] range (0..1).
@@ -262,6 +324,7 @@ export function drawParallel(canvas, data, names, { direction = "minimize", cent
     const to = Math.floor(((b + 1) * idx.length) / buckets);
     if (to <= from) continue;
     ctx.strokeStyle = viridis(b / (buckets - 1));
+    ctx.globalAlpha = b >= buckets - 3 ? 1 : alpha; // the best lines opaque: their colour keeps 3:1
     ctx.beginPath();
     for (let r = from; r < to; r++) {
       const i = idx[r];
@@ -294,12 +357,13 @@ export function drawParallel(canvas, data, names, { direction = "minimize", cent
     ctx.stroke();
     const label = k < shown.length ? shown[k] : "value";
     const [low, high] = k < shown.length ? axisLabels[k] || ["", ""] : [fmt(lo), fmt(hi)];
+    const room = (box.r - box.l) / Math.max(axes - 1, 1) - 4;
     ctx.textBaseline = "bottom";
-    ctx.fillText(label, x, box.t - 12);
+    ctx.fillText(fit(ctx, label, room), x, box.t - 12);
     ctx.fillStyle = COLORS.axis;
-    ctx.fillText(String(high), x, box.t - 1);
+    ctx.fillText(fit(ctx, high, room), x, box.t - 1);
     ctx.textBaseline = "top";
-    ctx.fillText(String(low), x, box.b + 2);
+    ctx.fillText(fit(ctx, low, room), x, box.b + 2);
     ctx.fillStyle = "#222";
   }
   // colour key

@@ -1,0 +1,86 @@
+// Numbers, times and user units for the views: pure functions, no DOM.
+
+import { fmt } from "./charts.js";
+
+export { fmt };
+
+// seconds as "42 s", "3 min", "2.5 h", "4 d"
+export function duration(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return "–";
+  const a = Math.abs(s);
+  if (a < 60) return `${Math.round(s)} s`;
+  if (a < 3600) return `${Math.round(s / 60)} min`;
+  if (a < 86400) return `${Number((s / 3600).toFixed(1))} h`;
+  return `${Number((s / 86400).toFixed(1))} d`;
+}
+
+// an ISO time or epoch seconds as milliseconds since the epoch (null when absent)
+export function toMs(t) {
+  if (t === null || t === undefined || t === "") return null;
+  if (typeof t === "number") return t * 1000;
+  const ms = Date.parse(t);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+export function ago(t, now = Date.now()) {
+  const ms = toMs(t);
+  if (ms === null) return "never";
+  const s = Math.max(0, (now - ms) / 1000);
+  return s < 86400 * 30 ? `${duration(s)} ago` : new Date(ms).toLocaleDateString();
+}
+
+// "in 3 min" / "3 min ago" for a moment that may be in the future (a lease's expiry)
+export function relative(t, now = Date.now()) {
+  const ms = toMs(t);
+  if (ms === null) return "–";
+  const s = (ms - now) / 1000;
+  return s >= 0 ? `in ${duration(s)}` : `${duration(-s)} ago`;
+}
+
+// date and time, in the viewer's locale ("24/11/2026, 12:03:04")
+export function dateTime(t) {
+  const ms = toMs(t);
+  return ms === null ? "" : new Date(ms).toLocaleString();
+}
+
+// a parameter's value in user units from its coordinate (as localbo.space.Param.from_unit; a categorical's
+// coordinate is its choice's position in the list, from perParameter)
+export function fromUnit(spec, u) {
+  u = Math.min(Math.max(u, 0), 1);
+  if (spec.type === "categorical") return spec.choices[Math.round(u * (spec.choices.length - 1))];
+  if (spec.type === "int") {
+    const n = spec.high - spec.low + 1;
+    return spec.low + Math.min(Math.floor(u * n), n - 1);
+  }
+  const v = spec.log
+    ? Math.exp(Math.log(spec.low) + u * (Math.log(spec.high) - Math.log(spec.low)))
+    : spec.low + u * (spec.high - spec.low);
+  return Math.min(Math.max(v, spec.low), spec.high);
+}
+
+// a value as text: numbers formatted, choices (strings, booleans) as they are
+export const cell = (v) => (typeof v === "number" ? fmt(v) : String(v ?? ""));
+
+// a point's unit coordinates, one per parameter: a categorical's one-hot block (argmax, the first on ties)
+// becomes its choice's position in [0, 1], so charts and the table index points by parameter
+export function perParameter(specs) {
+  if (!specs.some((s) => s.type === "categorical")) return (x) => x;
+  return (x) => {
+    if (!x) return x;
+    const out = [];
+    let at = 0;
+    for (const s of specs) {
+      if (s.type !== "categorical") {
+        out.push(x[at]);
+        at += 1;
+        continue;
+      }
+      const k = s.choices.length;
+      let best = 0;
+      for (let j = 1; j < k; j++) if (x[at + j] > x[at + best]) best = j;
+      out.push(k > 1 ? best / (k - 1) : 0);
+      at += k;
+    }
+    return out;
+  };
+}

@@ -1,0 +1,59 @@
+// The counts and the best trial (with its candidate id on a finite study), linked to its own page.
+
+import { html, render } from "../html.js";
+import { fmt } from "../format.js";
+
+export function bestOf(data, direction) {
+  let best = null;
+  let at = null;
+  for (let i = 0; i < data.state.length; i++) {
+    if (data.state[i] !== "complete" || data.value[i] === null) continue;
+    const v = data.value[i];
+    if (best === null || (direction === "minimize" ? v < best : v > best)) {
+      best = v;
+      at = i;
+    }
+  }
+  return at === null ? null : { index: at, value: best };
+}
+
+export function mount(el, study) {
+  return {
+    render() {
+      const { data, direction } = study;
+      const count = { complete: 0, running: 0, failed: 0, stale: 0 };
+      let trials = 0;
+      for (const s of data.state) {
+        if (!s) continue;
+        trials++;
+        count[s] = (count[s] ?? 0) + 1;
+      }
+      const best = bestOf(data, direction);
+      const card = (label, value, id, note = "") =>
+        html`<div class="card"><div class="label">${label}</div><div class="value" data-testid="${id}">${value}</div>${
+          note ? html`<div class="dim">${note}</div>` : ""
+        }</div>`;
+      let note = "";
+      if (best) {
+        const candidate = data.candidate[best.index];
+        note = html`<a href="#/study/${encodeURIComponent(study.name)}/trial/${best.index + 1}">trial #${best.index + 1}</a>${
+          candidate !== undefined && candidate !== null ? html` · candidate <span data-testid="best-candidate">${candidate}</span>` : ""
+        }`;
+      }
+      render(
+        el,
+        html`${card("trials", String(trials), "n-trials")}${card("complete", String(count.complete), "n-complete")}${card(
+          "running",
+          String(count.running),
+          "n-running",
+          count.stale ? `${count.stale} stale` : "",
+        )}${card("failed", String(count.failed), "n-failed")}${card(
+          `best (${direction === "minimize" ? "lowest" : "highest"})`,
+          fmt(best ? best.value : null),
+          "best-value",
+          note,
+        )}`,
+      );
+    },
+  };
+}

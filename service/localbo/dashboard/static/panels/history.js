@@ -1,0 +1,74 @@
+// Values by trial: every value, the best so far, failed and running trials in lanes of their own; a
+// tooltip (mouse and touch) with the trial's state, value, candidate, failure reason and parameters.
+
+import { html, render } from "../html.js";
+import { drawHistory } from "../charts.js";
+import { cell, fmt, fromUnit } from "../format.js";
+
+const TIP_PARAMS = 8;
+
+export function mount(el, study) {
+  render(
+    el,
+    html`<div class="panel-head"><h2 id="history-title">Values by trial</h2>
+      <label class="check"><input id="log" type="checkbox"> log scale</label>
+      <span class="legend"><i class="sw point"></i>value <i class="sw best"></i>best so far <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
+    </div>
+    <p class="empty" data-testid="history-empty" hidden>No trials yet: the chart appears with the first result.</p>
+    <div class="chart-wrap"><canvas id="history" class="chart" role="img" aria-label="Values by trial number"></canvas><div id="tip" class="tip" role="tooltip" hidden></div></div>`,
+  );
+  const canvas = el.querySelector("#history");
+  const tip = el.querySelector("#tip");
+  const empty = el.querySelector("[data-testid=history-empty]");
+  let drawn = null;
+  el.querySelector("#log").addEventListener("change", (e) => {
+    study.view.log = e.target.checked;
+    study.rerender();
+  });
+
+  const show = (event) => {
+    const { data } = study;
+    if (!drawn) return;
+    const rect = canvas.getBoundingClientRect();
+    const x = event.clientX - rect.left;
+    const y = event.clientY - rect.top;
+    const n = data.value.length;
+    const k = Math.round(((x - drawn.box.l) / (drawn.box.r - drawn.box.l)) * n + 0.5);
+    if (k < 1 || k > n || !data.state[k - 1]) return (tip.hidden = true);
+    const i = k - 1;
+    const reason = data.reasons[String(k)];
+    const candidate = data.candidate[i];
+    const params = data.x[i]
+      ? study.names.slice(0, TIP_PARAMS).map((name, j) => html`<div>${name} = ${cell(fromUnit(study.specs[j], data.x[i][j]))}</div>`)
+      : [];
+    render(
+      tip,
+      html`<div><b>#${k}</b> ${data.state[i]}${data.value[i] === null ? "" : ` ${fmt(data.value[i])}`}${
+        candidate !== undefined && candidate !== null ? html` · candidate ${candidate}` : ""
+      }</div>${reason ? html`<div class="tip-reason">${reason}</div>` : ""}${params}${
+        study.names.length > TIP_PARAMS ? html`<div class="dim-tip">… ${study.names.length - TIP_PARAMS} more</div>` : ""
+      }`,
+    );
+    tip.hidden = false;
+    tip.style.left = `${Math.max(0, Math.min(x + 12, rect.width - tip.offsetWidth - 4))}px`;
+    tip.style.top = `${y + 12}px`;
+  };
+  canvas.addEventListener("pointermove", show);
+  canvas.addEventListener("pointerdown", show);
+  canvas.addEventListener("pointerleave", () => (tip.hidden = true));
+
+  return {
+    render() {
+      const none = !study.data.state.some(Boolean);
+      empty.hidden = !none;
+      canvas.parentElement.hidden = none;
+      if (none) {
+        canvas.dataset.drawn = "0";
+        drawn = null;
+        return;
+      }
+      drawn = drawHistory(canvas, study.data, { direction: study.direction, log: study.view.log, highlight: study.brushed });
+      canvas.dataset.drawn = drawn.drawn;
+    },
+  };
+}

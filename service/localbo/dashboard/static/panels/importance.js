@@ -1,0 +1,105 @@
+// Parameter importance as horizontal bars, from GET .../analysis/importance: the fitted GP's
+// lengthscales (short lengthscale: the value moves fast along that parameter) and, as a cross-check,
+// a model-free estimate from a random forest. Both are shown when the server has both, each bar
+// labelled with its number, and the panel says which is which and the server's note.
+
+import { get } from "../api.js";
+import { fmt } from "../charts.js";
+import { html, render } from "../html.js";
+
+const SERIES = [
+  { key: "gp", method: "gp_method", name: "GP lengthscales", colour: "#0072B2" },
+  { key: "forest", method: "forest_method", name: "random forest (model-free)", colour: "#A63A00" },
+];
+
+// root: an element to fill; answer: the server's body, or {error: "..."} when the request failed.
+// Returns the number of bars drawn.
+export function drawImportance(root, answer) {
+  if (!answer || answer.error) {
+    render(root, html`<p class="dim" data-testid="importance-note">No importance: ${answer?.error || "the server gave none"}.</p>`);
+    root.dataset.bars = "0";
+    return 0;
+  }
+  const names = answer.parameters || [];
+  const shown = SERIES.filter((s) => Array.isArray(answer[s.key]) && answer[s.key].length === names.length);
+  if (!shown.length || !names.length) {
+    render(
+      root,
+      html`<p class="dim" data-testid="importance-note">No importance yet (${answer.n_complete ?? 0} completed trials)${answer.note ? html`: ${answer.note}` : "."}</p>`,
+    );
+    root.dataset.bars = "0";
+    return 0;
+  }
+  const first = answer[shown[0].key];
+  const order = names.map((_, j) => j).sort((a, b) => first[b] - first[a]);
+  let top = 0;
+  for (const s of shown) for (const v of answer[s.key]) if (Number.isFinite(v) && v > top) top = v;
+  const bar = (s, v) => {
+    const width = Number.isFinite(v) && top > 0 ? Math.max(0.5, (100 * v) / top) : 0;
+    return html`<div class="imp-row" style="display:flex;align-items:center;gap:.4rem;min-height:1.1rem">
+      <span aria-hidden="true" style="display:inline-block;height:.8rem;width:${width.toFixed(1)}%;max-width:calc(100% - 4.5rem);background:${s.colour};border-radius:2px"></span>
+      <span class="num" data-series="${s.key}" style="font-variant-numeric:tabular-nums">${fmt(v)}</span></div>`;
+  };
+  const keys = shown.map(
+    (s) =>
+      html`<li><span aria-hidden="true" style="display:inline-block;width:.8rem;height:.8rem;background:${s.colour};vertical-align:middle;border-radius:2px"></span>
+        <b>${s.name}</b>${answer[s.method] ? html`: ${answer[s.method]}` : ""}</li>`,
+  );
+  const missing = SERIES.filter((s) => !shown.includes(s)).map((s) => html`<li class="dim">${s.name}: not available for this study</li>`);
+  render(
+    root,
+    html`<ul class="imp-key" style="list-style:none;padding:0;margin:0 0 .5rem" data-testid="importance-key">${keys}${missing}</ul>
+      <table class="imp" data-testid="importance" style="width:100%;border-collapse:collapse">
+        <thead><tr><th scope="col" style="text-align:left;width:9rem">parameter</th>${shown.map((s) => html`<th scope="col" style="text-align:left">${s.name}</th>`)}</tr></thead>
+        <tbody>${order.map(
+          (j) => html`<tr><th scope="row" style="text-align:left;font-weight:500;padding-right:.6rem;overflow-wrap:anywhere">${names[j]}</th>${shown.map(
+            (s) => html`<td style="padding:.1rem 0">${bar(s, answer[s.key][j])}</td>`,
+          )}</tr>`,
+        )}</tbody>
+      </table>
+      <p class="dim" data-testid="importance-note" style="margin:.5rem 0 0">${answer.n_complete} completed trials.${answer.note ? html` ${answer.note}` : ""}</p>`,
+  );
+  root.dataset.bars = String(order.length * shown.length);
+  return order.length * shown.length;
+}
+
+// The study page's panel (views/study.js): asks on mount, then again after a policy refit or when the
+// completed trials grew by a tenth (at least 5), at most one request at a time and one per 10 s.
+export function mount(el, study) {
+  render(
+    el,
+    html`<div class="panel-head"><h2 id="importance-title">What drives the value</h2>
+      <span class="dim">parameter importance, larger is more important</span></div>
+    <div data-testid="importance-panel"><p class="dim">asking the server…</p></div>`,
+  );
+  const box = el.querySelector("[data-testid=importance-panel]");
+  let asked = { at: -Infinity, version: undefined, complete: -1 };
+  let inFlight = false;
+  const completed = () => study.data.state.reduce((n, s) => n + (s === "complete" ? 1 : 0), 0);
+  async function ask() {
+    inFlight = true;
+    asked = { at: performance.now(), version: study.policy?.policy_state_version, complete: completed() };
+    let answer;
+    try {
+      answer = await get(`${study.path}/analysis/importance`, { signal: study.signal });
+    } catch (error) {
+      if (study.signal?.aborted) return;
+      answer = { error: String(error.message || error) };
+    } finally {
+      inFlight = false;
+    }
+    study.importance = answer;
+    drawImportance(box, answer);
+  }
+  ask();
+  return {
+    render() {
+      if (inFlight || performance.now() - asked.at < 10000) return;
+      const n = completed();
+      const version = study.policy?.policy_state_version;
+      if (asked.version === undefined) asked.version = version; // the policy arrived after the first request
+      const refit = version !== undefined && version !== asked.version;
+      if (refit || n - asked.complete >= Math.max(5, asked.complete / 10)) ask();
+    },
+  };
+}

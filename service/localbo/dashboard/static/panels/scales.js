@@ -1,0 +1,135 @@
+// Shared by the analysis panels: a parameter's axis in user units (ticks, log, choices), a value colour
+// scale that stays readable on white, canvas set-up, and the trials a chart draws when there are many.
+
+import { fmt } from "../charts.js";
+
+// Plasma from its dark end up to 0.6 of its range: its light yellow end is cut, so every colour has a
+// contrast of at least 3.3:1 on white (WCAG's 3:1 for graphics). Index 0 is the best value.
+const PLASMA = ["#0d0887", "#41049d", "#6a00a8", "#8f0da4", "#b12a90", "#cc4778", "#e16462"];
+
+// t in [0, 1]: 0 the best value, 1 the worst
+export function valueColour(t) {
+  const i = Math.max(0, Math.min(PLASMA.length - 1, Math.round(t * (PLASMA.length - 1))));
+  return PLASMA[i];
+}
+export const VALUE_STOPS = PLASMA.length;
+
+export const INK = { text: "#222222", axis: "#555555", grid: "#e6e6e6", failed: "#C03A00", centre: "#000000", point: "#0072B2" };
+
+// A canvas sized to its box at the device's pixel ratio; the 2-D context in CSS pixels.
+export function prepare(canvas, fallbackW = 300, fallbackH = 200) {
+  const ratio = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || fallbackW;
+  const h = canvas.clientHeight || fallbackH;
+  if (canvas.width !== Math.round(w * ratio) || canvas.height !== Math.round(h * ratio)) {
+    canvas.width = Math.round(w * ratio);
+    canvas.height = Math.round(h * ratio);
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = "12px system-ui, sans-serif";
+  return { ctx, w, h };
+}
+
+export function niceTicks(lo, hi, count = 5) {
+  if (!(hi > lo)) return [lo];
+  const step0 = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(step0));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+  const ticks = [];
+  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
+  return ticks;
+}
+
+// Ticks of a log axis over [lo, hi] (lo > 0): decades, with 2 and 5 between them when the range is short.
+export function logTicks(lo, hi) {
+  const out = [];
+  const a = Math.floor(Math.log10(lo));
+  const b = Math.ceil(Math.log10(hi));
+  const mults = b - a <= 2 ? [1, 2, 5] : [1];
+  for (let e = a; e <= b; e++) for (const m of mults) {
+    const t = Number((m * 10 ** e).toPrecision(12));
+    if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) out.push(t);
+  }
+  if (out.length >= 2) return out;
+  return niceTicks(lo, hi, 3).filter((t) => t > 0);
+}
+
+// A parameter's axis: where a unit coordinate u sits (0..1 along the axis), its value in user units,
+// and ticks [{pos, label}]. A categorical's u is its choice's position (k - 1) steps apart (as the
+// dashboard's perParameter writes it); an int's u maps to low + floor(u n), as localbo.space does.
+export function paramAxis(spec) {
+  if (spec.type === "categorical") {
+    const k = spec.choices.length;
+    const index = (u) => Math.round(Math.min(Math.max(u, 0), 1) * (k - 1));
+    const pos = (u) => (k > 1 ? index(u) / (k - 1) : 0.5);
+    return {
+      kind: "categorical",
+      pos,
+      value: (u) => spec.choices[index(u)],
+      ticks: spec.choices.map((c, j) => ({ pos: k > 1 ? j / (k - 1) : 0.5, label: String(c) })),
+      log: false,
+    };
+  }
+  const { low, high } = spec;
+  if (spec.type === "int") {
+    const n = high - low + 1;
+    const value = (u) => low + Math.min(Math.floor(Math.min(Math.max(u, 0), 1) * n), n - 1);
+    const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
+    const ticks = niceTicks(low, high, 5).filter(Number.isInteger).map((t) => ({ pos: at(t), label: fmt(t) }));
+    return { kind: "int", pos: (u) => at(value(u)), value, ticks, log: false, at };
+  }
+  if (spec.log) {
+    const [a, b] = [Math.log(low), Math.log(high)];
+    const at = (v) => (Math.log(v) - a) / (b - a);
+    const value = (u) => Math.exp(a + Math.min(Math.max(u, 0), 1) * (b - a));
+    return { kind: "log", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: logTicks(low, high).map((t) => ({ pos: at(t), label: fmt(t) })), log: true, at };
+  }
+  const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
+  const value = (u) => low + Math.min(Math.max(u, 0), 1) * (high - low);
+  return { kind: "float", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: niceTicks(low, high, 5).map((t) => ({ pos: at(t), label: fmt(t) })), log: false, at };
+}
+
+// The value axis over [lo, hi]: ticks [{pos, label}], pos in 0..1 from lo to hi.
+export function valueAxis(lo, hi) {
+  if (!(hi > lo)) return { pos: () => 0.5, ticks: [{ pos: 0.5, label: fmt(lo) }] };
+  const pos = (v) => (v - lo) / (hi - lo);
+  return { pos, ticks: niceTicks(lo, hi, 5).map((t) => ({ pos: pos(t), label: fmt(t) })) };
+}
+
+// The completed trials with a value and coordinates, best first; past `limit`, the best quarter of
+// `limit` and an even sample of the rest (ranks stay in order). {idx, total, lo, hi}
+export function completedByRank(data, direction, limit = Infinity) {
+  const idx = [];
+  for (let i = 0; i < data.value.length; i++) {
+    const v = data.value[i];
+    if (v !== null && v !== undefined && data.state[i] === "complete" && data.x[i]) idx.push(i);
+  }
+  const sign = direction === "minimize" ? 1 : -1;
+  idx.sort((a, b) => sign * (data.value[a] - data.value[b]));
+  const total = idx.length;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const i of idx) {
+    if (data.value[i] < lo) lo = data.value[i];
+    if (data.value[i] > hi) hi = data.value[i];
+  }
+  if (total > limit) {
+    const best = Math.floor(limit / 4);
+    const rest = total - best;
+    const step = rest / (limit - best);
+    const sample = idx.slice(0, best);
+    for (let k = 0; k < limit - best; k++) sample.push(idx[best + Math.floor(k * step)]);
+    return { idx: sample, total, lo, hi };
+  }
+  return { idx, total, lo, hi };
+}
+
+// Labels along a horizontal axis, shortened so neighbours never overlap (a label keeps at least 3 characters).
+export function fitLabel(ctx, text, room) {
+  if (ctx.measureText(text).width <= room) return text;
+  let t = text;
+  while (t.length > 3 && ctx.measureText(`${t}…`).width > room) t = t.slice(0, -1);
+  return `${t}…`;
+}

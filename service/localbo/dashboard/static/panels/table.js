@@ -1,0 +1,173 @@
+// The trials, sortable and paged: number (a link to the trial's page), state and failure reason (in
+// full, expandable when long), value, candidate id (finite studies), parameters in user units, source,
+// finished (date and time). Filters: the state select and the study's brushed selection.
+
+import { API, get, server } from "../api.js";
+import { html, render } from "../html.js";
+import { cell, dateTime, fmt, fromUnit } from "../format.js";
+
+const PAGE = 50;
+const SHORT_REASON = 60;
+const COLUMNS = 8; // parameters shown; all are in the export
+
+// the pager's words for the current sort: [towards the top, towards the bottom] of the order shown
+function pagerWords(key, desc, names) {
+  const pair =
+    key === "number" ? ["newer", "older"]
+      : key === "value" ? ["higher values", "lower values"]
+        : key === "completed" ? ["later", "earlier"]
+          : names.includes(key) ? [`higher ${key}`, `lower ${key}`]
+            : ["previous", "next"];
+  if (key === "state") return pair;
+  return desc ? pair : [pair[1], pair[0]];
+}
+
+function reasonCell(reason) {
+  if (!reason) return "";
+  if (reason.length <= SHORT_REASON) return html`<div class="reason" data-testid="reason">${reason}</div>`;
+  return html`<details class="reason" data-testid="reason"><summary>${reason.slice(0, SHORT_REASON)}…</summary><div class="reason-full">${reason}</div></details>`;
+}
+
+export function mount(el, study) {
+  const view = { sort: "number", desc: true, page: 0, filter: "" };
+  const exportLink = (format, label) => html`<a data-export="${format}" href="#">${label}</a>`;
+  render(
+    el,
+    html`<div class="panel-head"><h2 id="table-title">Trials</h2>
+      <label>state <select id="filter"><option value="">all</option><option>complete</option><option>running</option><option>failed</option><option>stale</option></select></label>
+      <span class="exports">export ${exportLink("csv", "CSV")} · ${exportLink("json", "JSON")}</span>
+      <span class="dim" id="brush-note"></span>
+    </div>
+    <div id="table"></div>`,
+  );
+  el.querySelector("#filter").addEventListener("change", (e) => {
+    view.filter = e.target.value;
+    view.page = 0;
+    study.rerender();
+  });
+
+  // Export: with no token a plain link the browser downloads; with a token the link fetches the file
+  // with the Authorization header and saves it as a blob (a plain href would be refused: no dead link).
+  const exportUrl = (format) => `${API}${study.path}/export?format=${format}`;
+  const exports = [...el.querySelectorAll("[data-export]")];
+  const setExportLinks = () => {
+    for (const a of exports) {
+      if (server.auth === "open") {
+        a.href = exportUrl(a.dataset.export);
+        a.setAttribute("download", `${study.name}.${a.dataset.export}`);
+        a.removeAttribute("role");
+        a.removeAttribute("tabindex");
+      } else {
+        a.removeAttribute("href");
+        a.removeAttribute("download");
+        a.setAttribute("role", "link");
+        a.setAttribute("tabindex", "0");
+      }
+    }
+  };
+  const download = async (a) => {
+    const blob = await get(`${study.path}/export?format=${a.dataset.export}`, { as: "blob", signal: study.signal });
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = `${study.name}.${a.dataset.export}`;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  };
+  for (const a of exports) {
+    a.addEventListener("click", (event) => {
+      if (a.hasAttribute("href")) return; // the browser downloads it
+      event.preventDefault();
+      download(a);
+    });
+    a.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !a.hasAttribute("href")) {
+        event.preventDefault();
+        download(a);
+      }
+    });
+  }
+
+  const table = el.querySelector("#table");
+  table.addEventListener("click", (event) => {
+    const sort = event.target.closest("[data-sort]");
+    const page = event.target.closest("[data-page]");
+    if (sort) {
+      const k = sort.dataset.sort;
+      view.desc = view.sort === k ? !view.desc : k === "number";
+      view.sort = k;
+      view.page = 0;
+    } else if (page) {
+      view.page += Number(page.dataset.page);
+    } else return;
+    study.rerender();
+  });
+
+  return {
+    render() {
+      setExportLinks();
+      const { data, names, specs } = study;
+      const shown = names.slice(0, COLUMNS);
+      const finite = study.finite;
+      const rows = [];
+      const brushed = study.brushed;
+      for (let i = 0; i < data.state.length; i++) {
+        if (!data.state[i] || (view.filter && data.state[i] !== view.filter)) continue;
+        if (brushed && !brushed(i)) continue;
+        rows.push(i);
+      }
+      el.querySelector("#brush-note").textContent = brushed ? "filtered by the selection on the chart" : "";
+      const key = view.sort;
+      const value = (i) => {
+        if (key === "number") return i;
+        if (key === "value") return data.value[i] ?? (view.desc ? -Infinity : Infinity);
+        if (key === "state") return data.state[i];
+        if (key === "completed") return data.completed[i] ?? 0;
+        if (key === "candidate") return String(data.candidate[i] ?? "");
+        return data.x[i]?.[names.indexOf(key)] ?? 0;
+      };
+      rows.sort((a, b) => {
+        const va = value(a);
+        const vb = value(b);
+        return (va < vb ? -1 : va > vb ? 1 : a - b) * (view.desc ? -1 : 1);
+      });
+      const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+      view.page = Math.min(view.page, pages - 1);
+      const numeric = (k) => ["number", "value", "completed"].includes(k) || names.includes(k);
+      const head = (k, label) => {
+        const sorted = view.sort === k ? (view.desc ? "descending" : "ascending") : null;
+        return html`<th scope="col" class="${numeric(k) ? "num" : ""}"${sorted ? html` aria-sort="${sorted}"` : ""}><button type="button" class="sort" data-sort="${k}">${label}${
+          sorted ? (view.desc ? " ▾" : " ▴") : ""
+        }</button></th>`;
+      };
+      const link = (n) => `#/study/${encodeURIComponent(study.name)}/trial/${n}`;
+      const body = rows.slice(view.page * PAGE, (view.page + 1) * PAGE).map((i) => {
+        const done = data.completed[i];
+        const candidate = data.candidate[i];
+        return html`<tr data-number="${i + 1}"><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
+          data.reasons[String(i + 1)],
+        )}</td><td class="num">${fmt(data.value[i])}</td>${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
+          (_, j) => html`<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`,
+        )}<td>${data.source[i]}</td><td class="nowrap">${done ? dateTime(done) : ""}</td></tr>`;
+      });
+      const [up, down] = pagerWords(key, view.desc, names);
+      // keep the keyboard where it was: the sort button or pager button the viewer pressed
+      const focused = document.activeElement;
+      const refocus = focused && table.contains(focused) ? (focused.dataset.sort ? `[data-sort="${focused.dataset.sort}"]` : focused.dataset.page ? `[data-page="${focused.dataset.page}"]` : null) : null;
+      render(
+        table,
+        html`<div class="scroll"><table class="grid" data-testid="trials"><thead><tr>${head("number", "#")}${head("state", "state")}${head("value", "value")}${
+          finite ? head("candidate", "candidate") : ""
+        }${shown.map((n) => head(n, n))}<th scope="col">source</th>${head("completed", "finished")}</tr></thead><tbody>${body}</tbody></table></div>
+        ${rows.length ? "" : html`<p class="empty" data-testid="table-empty">${data.state.some(Boolean) ? "No trials match." : "No trials yet."}</p>`}
+        <div class="pager"><button type="button" data-page="-1" ${view.page === 0 ? "disabled" : ""}>‹ ${up}</button>
+        <span>page ${view.page + 1} of ${pages} · ${rows.length} trials${names.length > shown.length ? ` · first ${shown.length} of ${names.length} parameters shown (all in the export)` : ""}</span>
+        <button type="button" data-page="1" ${view.page >= pages - 1 ? "disabled" : ""}>${down} ›</button></div>`,
+      );
+      if (refocus) {
+        const again = table.querySelector(refocus);
+        if (again && !again.disabled) again.focus();
+        else table.querySelector("[data-page]:not([disabled])")?.focus();
+      }
+    },
+  };
+}

@@ -1,0 +1,65 @@
+// The studies list (#/): every study the token may read, live through /events, with whether each is
+// alive: its last result, trials since its best, results per hour, open and stale trials.
+
+import { get, subscribe } from "../api.js";
+import { html, render } from "../html.js";
+import { ago, dateTime, fmt } from "../format.js";
+import { liveness } from "../liveness.js";
+import { ready, setLive } from "../shell.js";
+
+function studyRow(s) {
+  const m = s.summary;
+  const live = liveness(m);
+  const state = m.n_running > 0 ? "running" : "idle";
+  const extra = [m.n_running && `${m.n_running} running`, m.n_failed && `${m.n_failed} failed`].filter(Boolean).join(", ");
+  const finite = s.space?.kind === "finite";
+  const lastResult = live.lastResultAt ?? null;
+  return html`<tr data-study="${s.name}">
+    <td><a href="#/study/${encodeURIComponent(s.name)}">${s.name}</a></td>
+    <td>${s.policy}</td>
+    <td>${s.direction}</td>
+    <td class="num">${String(m.n_complete)}${extra ? html` <span class="dim">(${extra})</span>` : ""}</td>
+    <td class="num">${fmt(m.best_value)}</td>
+    <td><span class="badge ${state}">${state}</span>${m.n_stale ? html` <span class="badge stale" data-testid="stale-count">${m.n_stale} stale</span>` : ""}${
+      s.last_policy_error ? html` <span class="badge error" title="${s.last_policy_error}">policy fell back</span>` : ""
+    }</td>
+    <td title="${dateTime(lastResult)}" data-testid="last-result">${lastResult === null ? "none yet" : ago(lastResult)}</td>
+    <td class="num" data-testid="since-improvement">${live.sinceImprovement === null ? "–" : String(live.sinceImprovement)}</td>
+    <td class="num" data-testid="per-hour">${live.perHour === null ? "–" : fmt(live.perHour)}</td>
+    <td class="num">${finite ? (live.candidatesRemaining === null ? `of ${s.space.candidates}` : `${live.candidatesRemaining} of ${s.space.candidates}`) : ""}</td>
+    <td title="${dateTime(m.last_activity)}">${ago(m.last_activity)}</td>
+  </tr>`;
+}
+
+export const listView = {
+  title: () => "studies",
+  crumbs: () => html`studies`,
+  async mount(root, _params, signal) {
+    render(root, html`<h1 tabindex="-1">Studies</h1><p class="dim" id="list-note"></p><div id="studies"></div>`);
+    const list = root.querySelector("#studies");
+    const show = (studies) => {
+      render(
+        list,
+        studies.length
+          ? html`<div class="scroll"><table class="grid" data-testid="studies"><thead><tr><th scope="col">name</th><th scope="col">policy</th><th scope="col">direction</th>
+             <th scope="col" class="num">trials</th><th scope="col" class="num">best value</th><th scope="col">state</th><th scope="col">last result</th>
+             <th scope="col" class="num" title="completed trials since the best one">since best</th><th scope="col" class="num" title="completed and failed trials in the last hour">results / h</th>
+             <th scope="col" class="num">candidates left</th><th scope="col">last activity</th></tr></thead>
+             <tbody>${studies.map(studyRow)}</tbody></table></div>`
+          : html`<p>No studies yet. Create one with the Python client or <code>POST /api/v1/studies</code>.</p>`,
+      );
+      root.querySelector("#list-note").textContent = `${studies.length} studies`;
+    };
+    let current = (await get("studies", { signal })).studies;
+    show(current);
+    // the stream sends the list again whenever a summary changes; the times age locally
+    const unsubscribe = subscribe("events", () => ({}), (event, payload) => event === "studies" && show((current = payload.studies)), setLive, signal);
+    const ageing = setInterval(() => show(current), 10000);
+    ready("list");
+    return () => {
+      unsubscribe();
+      clearInterval(ageing);
+      setLive("");
+    };
+  },
+};

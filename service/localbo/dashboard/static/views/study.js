@@ -1,0 +1,222 @@
+// A study's page (#/study/NAME): loads the study, its trials as columns (/series) and its policy view,
+// mounts the panels, and keeps them live through the study's event stream.
+//
+// A panel is a module exporting mount(section, study) -> {render(), unmount?()}: `section` is its own
+// element on the page, `study` the shared model below; render() is called on every redraw (at most one
+// a frame) and must only read the model. Panels change the model through study.* and then call
+// study.rerender().
+
+import { get, subscribe } from "../api.js";
+import { html, render } from "../html.js";
+import { perParameter } from "../format.js";
+import { ready, setLive } from "../shell.js";
+import { displayOf } from "../display.js";
+import * as alertPanel from "../panels/alert.js";
+import * as livenessPanel from "../panels/liveness.js";
+import * as cardsPanel from "../panels/cards.js";
+import * as historyPanel from "../panels/history.js";
+import * as pathPanel from "../panels/path.js";
+import * as policyPanel from "../panels/policy.js";
+import * as openPanel from "../panels/open.js";
+import * as tablePanel from "../panels/table.js";
+// -- analysis panels (owned by the analytics work: slices, surface, importance, parallel) ----------
+import * as parallelV1Panel from "../panels/parallel_v1.js";
+// -------------------------------------------------------------------------------------------------
+
+function emptyColumns() {
+  return { number: [], state: [], value: [], x: [], source: [], created: [], completed: [], candidate: [], reasons: {} };
+}
+
+// trials of an event or the series, by number - 1 (numbers are dense within a study)
+export function merge(into, cols, toParams = (x) => x) {
+  for (let k = 0; k < cols.number.length; k++) {
+    const i = cols.number[k] - 1;
+    into.number[i] = cols.number[k];
+    into.state[i] = cols.state[k];
+    into.value[i] = cols.value[k];
+    into.x[i] = toParams(cols.x[k]);
+    into.source[i] = cols.source[k];
+    into.created[i] = cols.created[k];
+    into.completed[i] = cols.completed[k];
+    if (cols.candidate) into.candidate[i] = cols.candidate[k];
+  }
+  Object.assign(into.reasons, cols.reasons);
+}
+
+// The page's sections, top to bottom; each panel fills its own. The analysis block is where the
+// analysis panels go (one <section> each); parallel_v1 holds it until panels/parallel.js replaces it.
+function skeleton(name) {
+  return html`
+  <h1 tabindex="-1">${name}</h1>
+  <p class="meta" id="meta"></p>
+  <div id="policy-alert"></div>
+  <section class="liveness" id="liveness" aria-label="Is it alive"></section>
+  <div class="cards" id="cards"></div>
+  <section class="panel" id="history-panel" aria-labelledby="history-title"></section>
+  <div class="two">
+    <section class="panel" id="path-panel" hidden></section>
+    <section class="panel" id="policy"></section>
+  </div>
+  <!-- analysis panels: slices, surface, importance, parallel (the analytics work mounts them here) -->
+  <div id="analysis">
+    <section class="panel" id="parallel-panel"></section>
+  </div>
+  <!-- end of the analysis panels -->
+  <section class="panel" id="open-panel" aria-labelledby="open-title"></section>
+  <section class="panel" id="table-panel" aria-labelledby="table-title"></section>`;
+}
+
+// [element id, panel module]: the order they render in
+const PANELS = [
+  ["policy-alert", alertPanel],
+  ["liveness", livenessPanel],
+  ["cards", cardsPanel],
+  ["history-panel", historyPanel],
+  ["path-panel", pathPanel],
+  ["policy", policyPanel],
+  // -- analysis panels ----------------------------------------------------------------------------
+  ["parallel-panel", parallelV1Panel],
+  // -----------------------------------------------------------------------------------------------
+  ["open-panel", openPanel],
+  ["table-panel", tablePanel],
+];
+
+// Candidate ids of a finite study's trials, when the series does not carry them: read from /trials
+// (once, then for new trials only).
+async function loadCandidates(study, after, signal) {
+  for (;;) {
+    const page = await get(`${study.path}/trials?after=${after}&limit=10000`, { signal });
+    for (const t of page.trials) study.data.candidate[t.number - 1] = t.candidate;
+    if (page.next_after === null || page.next_after === undefined) return;
+    after = page.next_after;
+  }
+}
+
+export const studyView = {
+  title: (p) => p.name,
+  crumbs: (p) => html`<a href="#/">studies</a> / ${p.name}`,
+  async mount(root, { name }, signal) {
+    render(root, skeleton(name));
+    const path = `studies/${encodeURIComponent(name)}`;
+    const [info, series] = await Promise.all([get(path, { signal }), get(`${path}/series`, { signal })]);
+    const names = Object.keys(series.space);
+    const specs = names.map((n) => series.space[n]);
+    const toParams = perParameter(specs);
+    const data = emptyColumns();
+    merge(data, series.trials, toParams);
+    const study = {
+      name,
+      path,
+      info, // GET /studies/NAME: summary (liveness), last_policy_error, space (finite: its summary)
+      direction: series.direction,
+      policyName: series.policy,
+      names,
+      specs,
+      toParams,
+      finite: info.space?.kind === "finite",
+      data,
+      policy: null, // GET .../policy
+      display: null, // its display block, checked (display.js)
+      view: { log: false }, // panels' own settings
+      brushed: null, // (i) => boolean: a selection (brushing) that filters the table and highlights the history
+      signal,
+      asOf: Date.parse(series.as_of),
+      rerender: () => {},
+    };
+    let last = series.last;
+    let since = series.as_of;
+
+    const meta = root.querySelector("#meta");
+    meta.textContent = `policy ${series.policy} · ${series.direction} · ${names.length} parameters (${names.join(", ")})${
+      study.finite ? ` · ${info.space.candidates} candidates` : ""
+    }`;
+
+    const panels = PANELS.map(([id, panel]) => panel.mount(root.querySelector(`#${id}`), study));
+
+    let stopped = false;
+    let frame = 0;
+    let lastEnd = 0;
+    let cost = 0;
+    const draw = () => {
+      frame = 0;
+      if (stopped) return;
+      const started = performance.now();
+      for (const panel of panels) panel.render();
+      lastEnd = performance.now();
+      cost = lastEnd - started;
+      document.body.dataset.renderMs = cost.toFixed(1);
+    };
+    // at most one redraw per frame, and on big studies a pause of a few redraw times between them,
+    // so a stream of tells never keeps the page busy
+    study.rerender = () => {
+      if (frame || stopped) return;
+      const wait = Math.max(0, lastEnd + 4 * cost - performance.now());
+      frame = setTimeout(() => requestAnimationFrame(draw), wait);
+    };
+
+    const loadPolicy = async (redraw = true) => {
+      try {
+        study.policy = await get(`${path}/policy`, { signal });
+      } catch (error) {
+        if (signal.aborted) return;
+        study.policy = { error: String(error.message || error) };
+      }
+      study.display = displayOf(study.policy?.display, specs, toParams);
+      if (redraw) study.rerender();
+    };
+    const loadInfo = async () => {
+      try {
+        study.info = await get(path, { signal });
+        study.rerender();
+      } catch {
+        // the stream says when the study is gone; the last summary stays on screen
+      }
+    };
+
+    const needCandidates = study.finite && !series.trials.candidate;
+    await Promise.all([loadPolicy(false), needCandidates ? loadCandidates(study, 0, signal) : null]);
+    draw();
+
+    let infoTimer = 0;
+    const unsubscribe = subscribe(
+      `${path}/events`,
+      () => ({ after: String(last), since }),
+      (event, payload) => {
+        if (event === "trials") {
+          const before = last;
+          merge(data, payload, toParams);
+          for (const n of payload.number) if (n > last) last = n;
+          since = payload.as_of; // the server's clock: a reconnect resends what finished after it
+          study.asOf = Date.parse(payload.as_of) || study.asOf;
+          if (needCandidates && last > before) loadCandidates(study, before, signal).then(study.rerender, () => {});
+          for (const panel of panels) panel.onTrials?.(payload);
+          // the summary (liveness) follows the trials, at most every 2 s
+          infoTimer ||= setTimeout(() => {
+            infoTimer = 0;
+            loadInfo();
+          }, 2000);
+          study.rerender();
+        } else if (event === "study") {
+          if (payload.policy_state_version !== study.policy?.policy_state_version) loadPolicy();
+          else if ((payload.last_policy_error ?? null) !== (study.policy?.last_policy_error ?? null)) loadPolicy();
+        }
+      },
+      setLive,
+      signal,
+    );
+    // ages and lease clocks move on their own: the panels that show them redraw (panel.tick)
+    const ageing = setInterval(() => !stopped && panels.forEach((p) => p.tick?.()), 10000);
+    window.addEventListener("resize", study.rerender);
+    ready("study");
+    return () => {
+      stopped = true;
+      unsubscribe();
+      clearInterval(ageing);
+      clearTimeout(infoTimer);
+      clearTimeout(frame);
+      window.removeEventListener("resize", study.rerender);
+      for (const panel of panels) panel.unmount?.();
+      setLive("");
+    };
+  },
+};
