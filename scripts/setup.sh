@@ -15,5 +15,9 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 .venv/bin/python -c "import torch" || { echo "torch did not install ($TORCH_SPEC)" >&2; exit 1; }
 .venv/bin/python -m pip install -q -e ".[dev,bench,docs]" -e "./client[optuna]" 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import localbo, localbo_client, botorch, prometheus_client, mkdocs, optuna, grpc, google.protobuf" || { echo "localbo did not install" >&2; exit 1; }
+# axe-core from the npm registry: the dashboard's accessibility scan (tests/test_dashboard_v2.py) injects it
+[ -f .cache/axe/node_modules/axe-core/axe.min.js ] \
+  || npm install --prefix .cache/axe --no-audit --no-fund --silent axe-core@4 \
+  || { echo "axe-core did not install (npm install axe-core@4)" >&2; exit 1; }
 touch .venv/.installed
 echo "set up: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
