@@ -69,6 +69,12 @@ class KernelParams:
         e = torch.exp(-SQRT5 * r)
         return (1.0 + SQRT5 * r + 5.0 / 3.0 * r2) * e, -5.0 / 3.0 * (1.0 + SQRT5 * r) * e
 
+    def _slope(self, r2: Tensor) -> Tensor:
+        """q(r) = h'(r) / r: d/dz of dk(x, z)/dx is s2 (-q e e^T - h diag(l^-2)) with e = (x - z) / l^2."""
+        if self.kind == "rbf":
+            return torch.exp(-0.5 * r2)
+        return 25.0 / 3.0 * torch.exp(-SQRT5 * r2.clamp_min(MIN_SQ_DIST).sqrt())
+
     def kernel(self, X1: Tensor, X2: Tensor) -> Tensor:
         """k(X1, X2): ... x n1 x n2 for X1: ... x n1 x d, X2: ... x n2 x d."""
         return self.outputscale * self._profile(_scaled_sq_dist(X1, X2, self.lengthscale))[0]
@@ -171,6 +177,91 @@ class GradientTrace:
         self.W = torch.cat([self.W, W2])
         self.trace = self.trace - W2.pow(2).sum()
         self.A = torch.cat([self.A, Z])
+
+
+class RankOneTrace:
+    """The trace reduction of ONE more point and its gradient, for k points at once; A: n x d, x: d.
+
+    With K = k(A, A) + n2 I, M = K^{-1}, B = M K'(x, A)^T (n x d) and kz = k(A, z) (n), the Schur complement
+    of K bordered by z gives (GradientTrace.reduction for q = 1, in kernel units):
+
+        s(z) = k(z, z) + n2 - kz^T M kz        c(z) = dk(x, z)/dx - B^T kz  (d)        r(z) = |c|^2 / s
+
+    and tr Cov(grad f(x) | A, z) = ``trace`` - r(z). The gradient in z needs no second n x n product:
+    dr/dkz = -2 B c / s + 2 (r / s) M kz reuses M kz, and dkz/dz, d(dk(x, z)/dx)/dz are closed-form.
+    ``extend(z)`` adds z to A by the bordered inverse, with u = M kz and (s, c) at z:
+
+        M <- [[M + u u^T / s, -u / s], [-u^T / s, 1 / s]]     B <- [B - u c^T / s; c^T / s]     trace <- trace - r(z)
+
+    in O(n^2) (no new factorisation, storage reserved up front for ``capacity`` more points).
+    """
+
+    def __init__(self, params: KernelParams, A: Tensor, x: Tensor, capacity: int = 0) -> None:
+        self.params, self.x, self.n = params, x, A.shape[-2]
+        size, d = self.n + capacity, x.shape[-1]
+        self._M = A.new_zeros(size, size)
+        self._B = A.new_zeros(size, d)
+        self._A = A.new_zeros(size, d)
+        G = params.kernel_grad(x, A)  # n x d
+        if self.n:
+            self._M[: self.n, : self.n] = torch.cholesky_inverse(chol(params, A))
+            self._B[: self.n] = self._M[: self.n, : self.n] @ G
+            self._A[: self.n] = A
+        self.trace = params.prior_grad_cov().diagonal().sum() - (G * self._B[: self.n]).sum()
+
+    @property
+    def A(self) -> Tensor:
+        """The inputs conditioned on: n x d."""
+        return self._A[: self.n]
+
+    def _terms(self, Z: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """(r2 = scaled squared distances k x n, kz k x n, m = kz M k x n, s k, c k x d) for Z: k x d."""
+        p, n = self.params, self.n
+        r2 = _scaled_sq_dist(Z, self.A, p.lengthscale)  # k x n
+        kz = p.outputscale * p._profile(r2)[0]
+        m = kz @ self._M[:n, :n]  # M is symmetric
+        s = p.outputscale + p.noise - (kz * m).sum(-1)  # k(z, z) = s2 g(0) = s2
+        c = p.kernel_grad(self.x, Z) - kz @ self._B[:n]
+        return r2, kz, m, s, c
+
+    def reduction(self, Z: Tensor) -> Tensor:
+        """r(z) for Z: k x d -> k."""
+        _, _, _, s, c = self._terms(Z)
+        return c.pow(2).sum(-1) / s
+
+    def reduction_and_grad(self, Z: Tensor) -> tuple[Tensor, Tensor]:
+        """(r(z): k, dr/dz: k x d) for Z: k x d."""
+        p, n, l2 = self.params, self.n, self.params.lengthscale**2
+        r2, _, m, s, c = self._terms(Z)
+        r = c.pow(2).sum(-1) / s
+        a = 2.0 * c / s.unsqueeze(-1)  # dr/dc: k x d
+        dk = -(a @ self._B[:n].T) + (2.0 * r / s).unsqueeze(-1) * m  # dr/dkz: k x n
+        w = dk * p.outputscale * p._profile(r2)[1]  # dkz_j/dz = s2 h(r_j) (z - a_j) / l^2
+        grad = (Z * w.sum(-1, keepdim=True) - w @ self.A) / l2
+        e = (self.x - Z) / l2  # k x d
+        rho2 = (e * (self.x - Z)).sum(-1)  # k
+        h, q = p._profile(rho2)[1], p._slope(rho2)
+        grad = grad + p.outputscale * (-q.unsqueeze(-1) * e * (e * a).sum(-1, keepdim=True) - h.unsqueeze(-1) * a / l2)
+        return r, grad
+
+    def extend(self, z: Tensor) -> None:
+        """Condition on z (d) too: the bordered update of M, B, the trace and A."""
+        n = self.n
+        if n == self._M.shape[0]:  # out of reserved room: double it
+            grown = self._M.new_zeros(2 * n + 1, 2 * n + 1)
+            grown[:n, :n] = self._M
+            self._M = grown
+            self._B = torch.cat([self._B, self._B.new_zeros(n + 1, self._B.shape[-1])])
+            self._A = torch.cat([self._A, self._A.new_zeros(n + 1, self._A.shape[-1])])
+        _, _, u, s, c = (t.squeeze(0) for t in self._terms(z.reshape(1, -1)))  # u = M kz: n, s, c: d
+        self._M[:n, :n].addr_(u, u, alpha=float(1.0 / s))
+        self._M[n, :n] = self._M[:n, n] = -u / s
+        self._M[n, n] = 1.0 / s
+        self._B[:n].addr_(u, c, alpha=float(-1.0 / s))
+        self._B[n] = c / s
+        self._A[n] = z.reshape(-1)
+        self.trace = self.trace - c.pow(2).sum() / s
+        self.n = n + 1
 
 
 def gradient_trace_after(model: SingleTaskGP, x: Tensor, Z: Tensor) -> Tensor:

@@ -43,7 +43,7 @@ from localbo.policies.base import (
     SuggestRequest,
     state_as,
 )
-from localbo.policies.exploration import GradientInformation, explore, local_box
+from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -74,6 +74,9 @@ class LocalConfig(PolicyConfig):
     full_fit_every: int = Field(default=5, ge=1, le=10_000, description="Iterations between refits to convergence")
     num_restarts: int = Field(default=5, ge=1, le=64, description="Restarts per exploration point")
     raw_samples: int = Field(default=64, ge=1, le=4096, description="Raw samples per exploration point")
+    ascent_steps: int = Field(
+        default=20, ge=0, le=1000, description="Projected gradient steps per exploration point (all candidates at once)"
+    )
     queue: Literal["auto", "cpu", "gpu"] = Field(
         default="auto", description="Worker queue under the celery executor; auto: gpu above LOCALBO_GPU_MIN_SIZE"
     )
@@ -236,14 +239,16 @@ class LocalPolicy(Policy):
             raw_samples=config.raw_samples,
             seed=seed,
             acquisition=self.exploration_acquisition(request, data, x_t, hypers),
+            ascent_steps=config.ascent_steps,
         )
         return found.Z, {"trace_before": found.trace_before, "trace_after": found.trace_after}
 
     def exploration_acquisition(
         self, request: SuggestRequest, data: Data, x_t: Tensor, hypers: gp.Hypers | None
-    ) -> Callable[[GradientTrace], AcquisitionFunction]:
-        """The acquisition ``explore`` maximises, built from its GradientTrace: GIBO's trace reduction."""
-        return GradientInformation
+    ) -> Callable[[GradientTrace], AcquisitionFunction] | None:
+        """The acquisition ``explore`` maximises, built from its GradientTrace; None: GIBO's trace reduction,
+        optimised for all candidates at once."""
+        return None
 
     def suggest(self, request: SuggestRequest) -> Suggestion:
         config: LocalConfig = request.config  # type: ignore[assignment]

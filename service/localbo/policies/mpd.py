@@ -139,7 +139,7 @@ class MPD(LocalPolicy):
 
     def exploration_acquisition(
         self, request: SuggestRequest, data: Data, x_t: Tensor, hypers: gp.Hypers | None
-    ) -> Callable[[GradientTrace], AcquisitionFunction]:
+    ) -> Callable[[GradientTrace], AcquisitionFunction] | None:
         config: MPDConfig = request.config  # type: ignore[assignment]
         if data.X.shape[0] == 0:  # no data, no gradient mean: the trace reduction alone
             return super().exploration_acquisition(request, data, x_t, hypers)
