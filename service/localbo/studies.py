@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
@@ -21,6 +21,9 @@ from localbo.space import SearchSpace, SpaceError
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
+
+if TYPE_CHECKING:
+    from localbo.policies import Display
 
 log = logging.getLogger("localbo.studies")
 MAX_CONFIG_MAGNITUDE = 1e100  # a config number beyond this overflows the policy's arithmetic (beta * sigma...)
@@ -89,6 +92,20 @@ def _shown(record: StudyRecord) -> StudyRecord:
     log.warning("study %s: stored %s cannot be shown as it is (%s); shown degraded", ascii(record["name"]), *problem)
     shown: StudyRecord = readable(record, MAX_SHOWN_DEPTH)
     return shown
+
+
+def policy_display(study: Row, n_complete: int) -> Display | None:
+    """What the study's policy displays about its stored state (None: nothing, or its display failed)."""
+    from localbo.planning.runner import policy_state
+    from localbo.policies import get_policy
+
+    cls = get_policy(study.policy)
+    state, _ = policy_state(cls, study)
+    try:
+        return cls.display(state, cls.Config.model_validate(study.policy_config), n_complete)
+    except Exception:  # a picture is not worth a 500: the view goes on without it
+        log.exception("study %s: the %s policy's display failed", study.name, cls.name)
+        return None
 
 
 def get_row(conn: Connection, name: str, *, lock: bool = False) -> Row:
@@ -174,6 +191,15 @@ class Studies:
         rows = rows[:limit]
         return {"trials": [trial_out(r) for r in rows], "next_after": rows[-1].number if more else None}
 
+    def trial(self, name: str, number: int) -> TrialRecord:
+        """One trial by its number, or NotFound naming it."""
+        with self.db.begin() as conn:
+            study = get_row(conn, name)
+            row = repo.get_trial(conn, study.id, number)
+        if row is None:
+            raise NotFound(f"trial {number} of study {name!r} not found")
+        return trial_out(row)
+
     def best(self, name: str) -> TrialRecord | None:
         with self.db.begin() as conn:
             study = get_row(conn, name)
@@ -188,18 +214,7 @@ class Studies:
             space: StudySpace = self.spaces.of(conn, study)
             summary = repo.summaries(conn, [study.id]).get(study.id) or {}
         saved = study.policy_state or {}
-        from localbo.planning.runner import policy_state
-        from localbo.policies import get_policy
-
-        cls = get_policy(study.policy)
-        state, _ = policy_state(cls, study)
-        try:
-            display = cls.display(
-                state, cls.Config.model_validate(study.policy_config), int(summary.get("complete") or 0)
-            )
-        except Exception:  # a picture is not worth a 500: the view goes on without it
-            log.exception("study %s: the %s policy's display failed", name, cls.name)
-            display = None
+        display = policy_display(study, int(summary.get("complete") or 0))
         return {
             "policy": study.policy,
             "policy_state_version": study.policy_state_version,

@@ -117,6 +117,23 @@ class StudySummary(BaseModel):
     n_stale: int
     best_value: float | None
     last_activity: datetime | None = Field(default=None, description="When a trial was last asked or finished")
+    last_result_at: datetime | None = Field(
+        default=None, description="When the latest result (a completed or failed trial) came in; null: none yet"
+    )
+    trials_since_improvement: int | None = Field(
+        default=None,
+        description="Completed trials numbered after the best one (the first to reach the best value); "
+        "null while none is complete",
+    )
+    results_per_hour: int = Field(
+        default=0,
+        description="Trials completed or failed in the 60 minutes before the summary was built (the studies "
+        "stream builds it again when a study's trials change)",
+    )
+    candidates_remaining: int | None = Field(
+        default=None,
+        description="Finite spaces: candidates no trial holds yet (a stale trial's is offered again); null otherwise",
+    )
 
 
 class StudyOut(BaseModel):
@@ -247,3 +264,40 @@ class ErrorOut(BaseModel):
     request_id: str | None = Field(
         default=None, description="The request's id (also its X-Request-ID header), as the server's log names it"
     )
+
+
+class ImportanceOut(BaseModel):
+    parameters: list[str] = Field(description="The study's parameters, in space order")
+    gp: list[float] | None = Field(
+        description="Each parameter's share (sums to 1) from an ARD GP's inverse lengthscales; null: see note"
+    )
+    gp_method: str = Field(description="How the gp shares were computed")
+    forest: list[float] | None = Field(
+        description="Each parameter's share (sums to 1) from a random forest's permutation importance (model-free "
+        "cross-check); null: see note"
+    )
+    forest_method: str = Field(description="How the forest shares were computed")
+    n_complete: int = Field(description="Completed trials of the study")
+    note: str = Field(description="Which trials fed the fits, or why there are no shares")
+
+
+class SurfaceOut(BaseModel):
+    """The GP's posterior mean over a grid of two parameters, the others held fixed; or why not."""
+
+    x: str
+    y: str
+    available: bool = Field(description="false: no surface, ``reason`` says why (and only x, y, n_complete come)")
+    reason: str | None = Field(default=None, description="Why there is no surface")
+    n_complete: int | None = Field(default=None, description="Completed trials of the study")
+    xs: list[float] | None = Field(default=None, description="The grid along x, user units")
+    ys: list[float] | None = Field(default=None, description="The grid along y, user units")
+    mean: list[list[float]] | None = Field(
+        default=None, description="size rows of size values, study units: row i is ys[i], column j is xs[j]"
+    )
+    log_x: bool | None = None
+    log_y: bool | None = None
+    fixed: Params | None = Field(default=None, description="Where the other parameters are held, user units")
+    fixed_at: Literal["centre", "best"] | None = Field(
+        default=None, description="centre: the policy's current centre (its display's); best: the best trial"
+    )
+    model: str | None = Field(default=None, description="The GP and the trials it was fitted to")

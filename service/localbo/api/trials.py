@@ -126,6 +126,14 @@ def list_trials(
     return service.studies.trials(study, after, limit, state)
 
 
+@router.get("/trials/{number}", response_model=TrialOut, responses=responses(*READ))
+def get_trial(study: StudyName, number: TrialNumber, service: ServiceDep, who: Caller) -> dict:
+    """One trial: its parameters in user units, value, state, source, client, times, lease and, on a finite
+    space, its candidate's id."""
+    check_read(who, study)
+    return service.studies.trial(study, number)
+
+
 @router.get("/best", response_model=TrialOut | None, responses=responses(*READ))
 def best(study: StudyName, service: ServiceDep, who: Caller) -> dict | None:
     """The best completed trial, or null while there is none."""

@@ -31,6 +31,10 @@ class StudySummary(TypedDict):
     n_stale: int
     best_value: float | None
     last_activity: str | None
+    last_result_at: str | None
+    trials_since_improvement: int | None
+    results_per_hour: int
+    candidates_remaining: int | None
 
 
 class StudyRecord(TypedDict):
@@ -73,6 +77,8 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
     s = summary or {}
     best = s.get("min_value") if row.direction == "minimize" else s.get("max_value")
     last = max(filter(None, (s.get("last_created_at"), s.get("last_completed_at"))), default=None)
+    finite = isinstance(row.space, dict) and row.space.get("kind") == "finite"
+    remaining = max(0, int(row.space.get("candidates") or 0) - int(s.get("asked_candidates") or 0)) if finite else None
     return {
         "id": row.id,
         "name": row.name,
@@ -93,5 +99,9 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
             "n_stale": int(s.get("stale") or 0),
             "best_value": best,
             "last_activity": iso(last),
+            "last_result_at": iso(s.get("last_completed_at")),  # only complete and failed trials have one
+            "trials_since_improvement": s.get("since_best"),
+            "results_per_hour": int(s.get("results_last_hour") or 0),
+            "candidates_remaining": remaining,
         },
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -19,7 +19,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, Row
 
-from localbo.storage.models import Base, Candidate, CandidateKernel, IdempotencyRecord, PlannedPoint, Study, Trial
+from localbo.storage.models import (
+    Base,
+    Candidate,
+    CandidateKernel,
+    IdempotencyRecord,
+    PlannedPoint,
+    Study,
+    Trial,
+    utcnow,
+)
 
 
 def _table(model: type[Base]) -> Table:
@@ -154,8 +163,15 @@ def delete_study(conn: Connection, study_id: int) -> None:
     conn.execute(delete(studies).where(studies.c.id == study_id))
 
 
-def summaries(conn: Connection, study_ids: Iterable[int] | None = None) -> dict[int, dict]:
-    """Counts per state and the lowest and highest value, per study, in one query."""
+RESULT_STATES = ("complete", "failed")
+
+
+def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: datetime | None = None) -> dict[int, dict]:
+    """Per study: counts per state, the lowest and highest value, the latest creation and result times and
+    ``results_last_hour`` (trials completed or failed in the hour before ``now``) in one aggregate query;
+    then, per study, ``since_best`` (``trials_since_best``) and on a finite space ``asked_candidates``
+    (``asked_candidate_count``): two or three indexed queries each, no row reaches Python."""
+    hour_ago = (now or utcnow()) - timedelta(hours=1)
     query = select(
         trials.c.study_id,
         func.count().label("n"),
@@ -167,10 +183,57 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None) -> dict[
         func.max(trials.c.value).label("max_value"),
         func.max(trials.c.created_at).label("last_created_at"),
         func.max(trials.c.completed_at).label("last_completed_at"),
+        func.sum(case((trials.c.state.in_(RESULT_STATES) & (trials.c.completed_at >= hour_ago), 1), else_=0)).label(
+            "results_last_hour"
+        ),
     ).group_by(trials.c.study_id)
+    heads = select(
+        studies.c.id, studies.c.direction, exists().where(candidates.c.study_id == studies.c.id).label("finite")
+    )
     if study_ids is not None:
-        query = query.where(trials.c.study_id.in_(list(study_ids)))
-    return {row.study_id: row._asdict() for row in conn.execute(query)}
+        ids = list(study_ids)
+        query = query.where(trials.c.study_id.in_(ids))
+        heads = heads.where(studies.c.id.in_(ids))
+    out = {row.study_id: row._asdict() for row in conn.execute(query)}
+    for head in conn.execute(heads):
+        summary = out.get(head.id)
+        if summary is None:
+            continue
+        if summary["complete"]:
+            summary["since_best"] = trials_since_best(conn, head.id, head.direction)
+        if head.finite:
+            summary["asked_candidates"] = asked_candidate_count(conn, head.id)
+    return out
+
+
+def trials_since_best(conn: Connection, study_id: int, direction: str) -> int | None:
+    """Completed trials numbered after the study's best one (as ``best_trial`` picks it: the best value,
+    the lowest number on ties); None while none is complete."""
+    best = best_trial_number(conn, study_id, direction)
+    if best is None:
+        return None
+    query = select(func.count()).where(
+        trials.c.study_id == study_id, trials.c.number > best, trials.c.state == "complete"
+    )
+    return int(conn.execute(query).scalar_one())
+
+
+def best_trial_number(conn: Connection, study_id: int, direction: str) -> int | None:
+    order = trials.c.value.asc() if direction == "minimize" else trials.c.value.desc()
+    return conn.execute(
+        select(trials.c.number)
+        .where(trials.c.study_id == study_id, trials.c.state == "complete")
+        .order_by(order, trials.c.number)
+        .limit(1)
+    ).scalar_one_or_none()
+
+
+def asked_candidate_count(conn: Connection, study_id: int) -> int:
+    """Distinct candidates a trial of the study holds, stale ones aside (``held_candidates``, counted)."""
+    query = select(func.count(trials.c.candidate.distinct())).where(
+        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
+    )
+    return int(conn.execute(query).scalar_one())
 
 
 # -- trials ----------------------------------------------------------------------------
@@ -274,6 +337,27 @@ def list_trials(
     if limit is not None:
         query = query.limit(limit)
     return conn.execute(query).all()
+
+
+def get_trial(conn: Connection, study_id: int, number: int) -> Row | None:
+    return conn.execute(select(*TRIAL_COLUMNS).where(trials.c.study_id == study_id, trials.c.number == number)).first()
+
+
+def count_complete(conn: Connection, study_id: int) -> int:
+    """Completed trials of the study (from the (study_id, state) index)."""
+    query = select(func.count()).select_from(trials).where(trials.c.study_id == study_id, trials.c.state == "complete")
+    return int(conn.execute(query).scalar_one())
+
+
+def latest_complete(conn: Connection, study_id: int, limit: int) -> list[Row]:
+    """(number, x, value) of the study's last ``limit`` completed trials by number, oldest first."""
+    rows = conn.execute(
+        select(trials.c.number, trials.c.x, trials.c.value)
+        .where(trials.c.study_id == study_id, trials.c.state == "complete")
+        .order_by(trials.c.number.desc())
+        .limit(limit)
+    ).all()
+    return rows[::-1]
 
 
 def best_trial(conn: Connection, study_id: int, direction: str) -> Row | None:
