@@ -49,6 +49,7 @@ def read_only(settings: Settings) -> tuple[Engine, Studies]:
 class Service:
     def __init__(self, settings: Settings) -> None:
         # the policies' side (torch, BoTorch) is imported here, not at import: `localbo studies list` needs none
+        from localbo.analysis import Analysis
         from localbo.asking import Asking
         from localbo.planning.planner import Planner
         from localbo.planning.runner import PolicyRunner
@@ -68,6 +69,7 @@ class Service:
         self.studies = Studies(self.db, self.write, self.spaces)
         self.asking = Asking(settings, self.write, self.tx, self.spaces, self.planner)
         self.telling = Telling(settings, self.write, self.spaces, self.planner)
+        self.analysis = Analysis(self.db, self.spaces)
 
     def close(self, wait: bool = False) -> None:
         """Stop planning (``wait``: let running jobs finish, for tests), the executor and the pools."""
