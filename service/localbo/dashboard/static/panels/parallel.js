@@ -153,7 +153,7 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
   const { ctx, w, h } = prepare(canvas, 900, 340);
   const shown = Math.min(names.length, MAX_AXES);
   const count = shown + 1;
-  const box = { l: 56, r: w - 34, t: 40, b: h - 22 };
+  const box = { l: 56, r: w - 34, t: 46, b: h - 22 };
   const ax = (k) => box.l + (count > 1 ? k / (count - 1) : 0.5) * (box.r - box.l);
   const sy = (p) => box.b - p * (box.b - box.t);
   const axes = specs.slice(0, shown).map(paramAxis);
@@ -261,17 +261,21 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
     ticks.forEach((t, j) => {
       const right = tight && j % 2 === 1;
       ctx.textAlign = right ? "left" : "right";
-      ctx.fillText(fitLabel(ctx, t.label, right ? Math.min(labelRoom, spacing - labelRoom - 10) : labelRoom), right ? x + 5 : x - 6, sy(t.pos));
+      const text = fitLabel(ctx, t.label, right ? Math.min(labelRoom, spacing - labelRoom - 10) : labelRoom);
+      ctx.strokeStyle = "rgba(255, 255, 255, 0.85)"; // a halo: labels stay readable over the lines
+      ctx.lineWidth = 3;
+      ctx.strokeText(text, right ? x + 5 : x - 6, sy(t.pos));
+      ctx.fillText(text, right ? x + 5 : x - 6, sy(t.pos));
     });
     ctx.font = "600 12px system-ui, sans-serif";
     ctx.fillStyle = INK.text;
     ctx.textAlign = "center";
     ctx.textBaseline = "bottom";
     const name = isValue ? "value" : names[k];
-    ctx.fillText(fitLabel(ctx, name, Math.max(24, spacing - 6)), x, box.t - 16);
+    ctx.fillText(fitLabel(ctx, name, Math.max(24, spacing - 6)), x, box.t - 20);
     ctx.font = "italic 11px system-ui, sans-serif";
     ctx.fillStyle = INK.axis;
-    if (!isValue && axes[k].log) ctx.fillText("log scale", x, box.t - 4);
+    if (!isValue && axes[k].log) ctx.fillText("log scale", x, box.t - 8);
     ctx.font = "12px system-ui, sans-serif";
     // a brushed range
     const b = brushes.get(k);
@@ -301,8 +305,8 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
 export function mount(el, study) {
   render(
     el,
-    html`<div class="panel-head"><h2 id="parallel-title">Parameters of the completed trials<span class="dim" data-testid="parallel-note"></span></h2>
-      <span class="dim">coloured by value (darkest best); drag along an axis to select a range, click it to drop the range<span data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span data-testid="parallel-box" hidden>, the grey bands its box</span></span></div>
+    html`<div class="panel-head"><h2 id="parallel-title">Parameters of the completed trials<span class="dim" id="parallel-note" data-testid="parallel-note"></span></h2>
+      <span class="dim">coloured by value (darkest best); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span></span></div>
     <p class="brush-line" data-testid="brush" hidden><span data-testid="brush-summary"></span> <button type="button" data-testid="brush-clear">clear the selection</button></p>
     <p class="empty" data-testid="parallel-empty" hidden>No completed trials yet.</p>
     <canvas id="parallel" class="chart tall" role="img" aria-labelledby="parallel-title" style="touch-action:pan-x"></canvas>`,

@@ -14,6 +14,15 @@ export function valueColour(t) {
 }
 export const VALUE_STOPS = PLASMA.length;
 
+// the same scale, interpolated between its stops (for shading, where the stops would show as bands)
+export function valueColourSmooth(t) {
+  const f = Math.max(0, Math.min(1, t)) * (PLASMA.length - 1);
+  const k = Math.min(Math.floor(f), PLASMA.length - 2);
+  const [a, b] = [PLASMA[k], PLASMA[k + 1]].map((hex) => [1, 3, 5].map((j) => parseInt(hex.slice(j, j + 2), 16)));
+  const mix = a.map((v, j) => Math.round(v + (f - k) * (b[j] - v)));
+  return `#${mix.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+}
+
 export const INK = { text: "#222222", axis: "#555555", grid: "#e6e6e6", failed: "#C03A00", centre: "#000000", point: "#0072B2" };
 
 // A canvas sized to its box at the device's pixel ratio; the 2-D context in CSS pixels.
@@ -30,6 +39,21 @@ export function prepare(canvas, fallbackW = 300, fallbackH = 200) {
   ctx.clearRect(0, 0, w, h);
   ctx.font = "12px system-ui, sans-serif";
   return { ctx, w, h };
+}
+
+// a tick's label: short ("1e-4", "0.001", "2.5", "1e+5"), never a string of zeros
+export function tickLabel(t) {
+  if (t === 0) return "0";
+  const a = Math.abs(t);
+  if (a >= 1e5 || a < 1e-3) return t.toExponential().replace(/\.?0+e/, "e");
+  return String(Number(t.toPrecision(6)));
+}
+
+// A light tint of a colour (mixed with white: 0 the colour, 1 white), so a shaded map needs no alpha
+// (cells drawn with alpha show seams where they meet).
+export function tint(hex, white) {
+  const c = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16));
+  return `rgb(${c.map((v) => Math.round(v + (255 - v) * white)).join(",")})`;
 }
 
 export function niceTicks(lo, hi, count = 5) {
@@ -77,25 +101,25 @@ export function paramAxis(spec) {
     const n = high - low + 1;
     const value = (u) => low + Math.min(Math.floor(Math.min(Math.max(u, 0), 1) * n), n - 1);
     const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
-    const ticks = niceTicks(low, high, 5).filter(Number.isInteger).map((t) => ({ pos: at(t), label: fmt(t) }));
+    const ticks = niceTicks(low, high, 5).filter(Number.isInteger).map((t) => ({ pos: at(t), label: tickLabel(t) }));
     return { kind: "int", pos: (u) => at(value(u)), value, ticks, log: false, at };
   }
   if (spec.log) {
     const [a, b] = [Math.log(low), Math.log(high)];
     const at = (v) => (Math.log(v) - a) / (b - a);
     const value = (u) => Math.exp(a + Math.min(Math.max(u, 0), 1) * (b - a));
-    return { kind: "log", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: logTicks(low, high).map((t) => ({ pos: at(t), label: fmt(t) })), log: true, at };
+    return { kind: "log", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: logTicks(low, high).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: true, at };
   }
   const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
   const value = (u) => low + Math.min(Math.max(u, 0), 1) * (high - low);
-  return { kind: "float", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: niceTicks(low, high, 5).map((t) => ({ pos: at(t), label: fmt(t) })), log: false, at };
+  return { kind: "float", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: niceTicks(low, high, 5).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: false, at };
 }
 
 // The value axis over [lo, hi]: ticks [{pos, label}], pos in 0..1 from lo to hi.
 export function valueAxis(lo, hi) {
   if (!(hi > lo)) return { pos: () => 0.5, ticks: [{ pos: 0.5, label: fmt(lo) }] };
   const pos = (v) => (v - lo) / (hi - lo);
-  return { pos, ticks: niceTicks(lo, hi, 5).map((t) => ({ pos: pos(t), label: fmt(t) })) };
+  return { pos, ticks: niceTicks(lo, hi, 5).map((t) => ({ pos: pos(t), label: tickLabel(t) })) };
 }
 
 // The completed trials with a value and coordinates, best first; past `limit`, the best quarter of

@@ -50,8 +50,9 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
   const { ctx, w, h } = prepare(canvas, 300, HEIGHT);
   const axis = paramAxis(spec);
   const hasFailed = failed.length > 0;
-  const box = { l: 54, r: w - 10, t: 20, b: h - (hasFailed ? 58 : 40) };
-  const pad = 0.04;
+  const strip = hasFailed ? 18 : 0;
+  const box = { l: 54, r: w - 10, t: 20, b: h - 40 - strip };
+  const pad = axis.kind === "categorical" ? 0.14 : 0.04;
   const sx = (p) => box.l + (pad + p * (1 - 2 * pad)) * (box.r - box.l);
   let [vlo, vhi] = lo <= hi ? [lo, hi] : [0, 1];
   if (vhi === vlo) [vlo, vhi] = [vlo - 0.5, vhi + 0.5];
@@ -76,7 +77,7 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
   ctx.strokeStyle = INK.axis;
   ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
 
-  const labelY = h - 30;
+  const labelY = box.b + strip + 18;
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
   const room = axis.ticks.length > 1 ? Math.abs(sx(axis.ticks[1].pos) - sx(axis.ticks[0].pos)) - 4 : box.r - box.l;
@@ -115,7 +116,7 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
 
   // failed trials: crosses on a strip of their own under the plot
   if (failed.length) {
-    const y = box.b + 12;
+    const y = box.b + 10;
     ctx.fillStyle = INK.failed;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";

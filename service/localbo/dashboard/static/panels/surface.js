@@ -6,7 +6,7 @@
 import { get } from "../api.js";
 import { fmt } from "../charts.js";
 import { html, render } from "../html.js";
-import { INK, VALUE_STOPS, completedByRank, fitLabel, niceTicks, paramAxis, prepare, valueColour } from "./scales.js";
+import { INK, VALUE_STOPS, completedByRank, fitLabel, niceTicks, paramAxis, prepare, tint, valueColour, valueColourSmooth } from "./scales.js";
 
 // root: an element to fill. fetchSurface(x, y, signal) -> the server's answer ({available, ...}).
 // Returns {update(data), refresh(), destroy(), state}: update redraws with new trials, refresh asks the
@@ -172,12 +172,11 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
     ctx.beginPath();
     ctx.rect(box.l, box.t, box.r - box.l, box.b - box.t);
     ctx.clip();
-    ctx.globalAlpha = 0.38;
     for (let r = 0; r < mean.length; r++) {
       for (let c = 0; c < mean[r].length; c++) {
         const m = mean[r][c];
         if (!Number.isFinite(m)) continue;
-        ctx.fillStyle = valueColour(t(m));
+        ctx.fillStyle = tint(valueColourSmooth(t(m)), 0.62);
         const xa = sx(ex[c][0]);
         const xb = sx(ex[c][1]);
         const ya = sy(ey[r][1]);
@@ -185,7 +184,6 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
         ctx.fillRect(Math.floor(xa), Math.floor(ya), Math.ceil(xb - xa) + 1, Math.ceil(yb - ya) + 1);
       }
     }
-    ctx.globalAlpha = 1;
     // contour lines at nice levels of the mean
     let mlo = Infinity;
     let mhi = -Infinity;
@@ -257,7 +255,7 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
     const u = data.x[i];
     const px = sx(ax.pos(u[jx]) + catJitter(ax, specs[jx], i, 0));
     const py = sy(ay.pos(u[jy]) + catJitter(ay, specs[jy], i, 7));
-    ctx.fillStyle = valueColour(t(data.value[i]));
+    ctx.fillStyle = valueColourSmooth(t(data.value[i]));
     ctx.beginPath();
     ctx.arc(px, py, size / 2, 0, 2 * Math.PI);
     ctx.fill();

@@ -20,7 +20,10 @@ import * as policyPanel from "../panels/policy.js";
 import * as openPanel from "../panels/open.js";
 import * as tablePanel from "../panels/table.js";
 // -- analysis panels (owned by the analytics work: slices, surface, importance, parallel) ----------
-import * as parallelV1Panel from "../panels/parallel_v1.js";
+import * as importancePanel from "../panels/importance.js";
+import * as surfacePanel from "../panels/surface.js";
+import * as slicesPanel from "../panels/slices.js";
+import * as parallelPanel from "../panels/parallel.js";
 // -------------------------------------------------------------------------------------------------
 
 function emptyColumns() {
@@ -44,7 +47,7 @@ export function merge(into, cols, toParams = (x) => x) {
 }
 
 // The page's sections, top to bottom; each panel fills its own. The analysis block is where the
-// analysis panels go (one <section> each); parallel_v1 holds it until panels/parallel.js replaces it.
+// analysis panels go (one <section> each).
 function skeleton(name) {
   return html`
   <h1 tabindex="-1">${name}</h1>
@@ -59,7 +62,12 @@ function skeleton(name) {
   </div>
   <!-- analysis panels: slices, surface, importance, parallel (the analytics work mounts them here) -->
   <div id="analysis">
-    <section class="panel" id="parallel-panel"></section>
+    <div class="two">
+      <section class="panel" id="importance-panel" aria-labelledby="importance-title"></section>
+      <section class="panel" id="surface-panel" aria-labelledby="surface-title"></section>
+    </div>
+    <section class="panel" id="slices-panel" aria-labelledby="slices-title"></section>
+    <section class="panel" id="parallel-panel" aria-labelledby="parallel-title"></section>
   </div>
   <!-- end of the analysis panels -->
   <section class="panel" id="open-panel" aria-labelledby="open-title"></section>
@@ -75,7 +83,10 @@ const PANELS = [
   ["path-panel", pathPanel],
   ["policy", policyPanel],
   // -- analysis panels ----------------------------------------------------------------------------
-  ["parallel-panel", parallelV1Panel],
+  ["importance-panel", importancePanel],
+  ["surface-panel", surfacePanel],
+  ["slices-panel", slicesPanel],
+  ["parallel-panel", parallelPanel],
   // -----------------------------------------------------------------------------------------------
   ["open-panel", openPanel],
   ["table-panel", tablePanel],
