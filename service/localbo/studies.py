@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
-from localbo.domain import StudySpace, study_out, trial_out
+from localbo.domain import StudySpace, iso, study_out, trial_out
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
@@ -222,5 +222,6 @@ class Studies:
             "state": saved.get("data", {}),
             "display": display.model_dump(mode="json") if display is not None else None,
             "last_policy_error": study.last_policy_error,
+            "last_fallback_at": iso(summary.get("last_fallback_at")),
             "planned": [{"params": space.params(p.x, p.candidate), "x": p.x, "source": p.source} for p in planned],
         }

@@ -134,6 +134,12 @@ class StudySummary(BaseModel):
         default=None,
         description="Finite spaces: candidates no trial holds yet (a stale trial's is offered again); null otherwise",
     )
+    n_fallback: int = Field(
+        default=0,
+        description="Trials handed out as fallback points (source 'fallback'): the policy failed (see "
+        "last_policy_error) or had no plan within the ask's wait",
+    )
+    last_fallback_at: datetime | None = Field(default=None, description="When the latest fallback point was handed out")
 
 
 class StudyOut(BaseModel):
@@ -248,6 +254,11 @@ class PolicyView(BaseModel):
         "centre and box {lower, upper} and path (unit cube, oldest first), numbers {name: value}; null: nothing",
     )
     last_policy_error: str | None
+    last_fallback_at: datetime | None = Field(
+        default=None,
+        description="When an ask last got a fallback point (the policy failed, or had no plan within the ask's "
+        "wait: a late policy records no error); null: never",
+    )
     planned: list[PlannedPoint] = Field(description="The plan queue, in the order asks take it")
 
 

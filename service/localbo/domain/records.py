@@ -35,6 +35,8 @@ class StudySummary(TypedDict):
     trials_since_improvement: int | None
     results_per_hour: int
     candidates_remaining: int | None
+    n_fallback: int
+    last_fallback_at: str | None
 
 
 class StudyRecord(TypedDict):
@@ -103,5 +105,7 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
             "trials_since_improvement": s.get("since_best"),
             "results_per_hour": int(s.get("results_last_hour") or 0),
             "candidates_remaining": remaining,
+            "n_fallback": int(s.get("fallback") or 0),
+            "last_fallback_at": iso(s.get("last_fallback_at")),
         },
     }

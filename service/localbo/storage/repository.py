@@ -168,7 +168,9 @@ RESULT_STATES = ("complete", "failed")
 
 def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: datetime | None = None) -> dict[int, dict]:
     """Per study: counts per state, the lowest and highest value, the latest creation and result times and
-    ``results_last_hour`` (trials completed or failed in the hour before ``now``) in one aggregate query;
+    ``results_last_hour`` (trials completed or failed in the hour before ``now``), ``fallback`` and
+    ``last_fallback_at`` (trials handed out as fallback points: the policy failed or was late) in one
+    aggregate query;
     then, per study, ``since_best`` (``trials_since_best``) and on a finite space ``asked_candidates``
     (``asked_candidate_count``): two or three indexed queries each, no row reaches Python."""
     hour_ago = (now or utcnow()) - timedelta(hours=1)
@@ -186,6 +188,8 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
         func.sum(case((trials.c.state.in_(RESULT_STATES) & (trials.c.completed_at >= hour_ago), 1), else_=0)).label(
             "results_last_hour"
         ),
+        func.sum(case((trials.c.source == "fallback", 1), else_=0)).label("fallback"),
+        func.max(case((trials.c.source == "fallback", trials.c.created_at))).label("last_fallback_at"),
     ).group_by(trials.c.study_id)
     heads = select(
         studies.c.id, studies.c.direction, exists().where(candidates.c.study_id == studies.c.id).label("finite")
