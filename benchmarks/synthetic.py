@@ -340,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(key)
             state["failed"].append({"key": key, "error": (error or "?").splitlines()[0]})
             progress(f"\nFAILED {key}:\n{error}")
+        elif not result.rows:  # cut by --deadline-s before its first evaluation: nothing to keep
+            progress(f"\n{key}: no evaluation before the deadline, not recorded")
         else:
             append_csv(csv_path, result.rows)
             state["runs"] = [
