@@ -89,15 +89,3 @@ def test_a_finite_studys_csv_has_its_parameters_and_candidate_ids(api) -> None: 
     assert sum(1 for row in rows[1:] if row[5] == left["id"] and row[2] == "-2.0") == 1
     exported = api.get(f"{API}/{name}/export", params={"format": "json"}).json()
     assert [t["candidate"] for t in exported["trials"]] == [trials[n]["candidate"] for n in sorted(trials)]
-
-
-def test_csv_headers_stay_distinct_when_a_parameter_is_named_like_a_column(api) -> None:  # noqa: ANN001
-    candidates = [{"id": f"k{i}", "params": {"candidate": i, "value": i * 2}} for i in range(3)]
-    name = create(api, {"kind": "finite", "candidates": candidates})
-    (trial,) = api.post(f"{API}/{name}/ask", json={}).json()["trials"]
-    api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"value": 7.0})
-    rows = list(csv.DictReader(io.StringIO(api.get(f"{API}/{name}/export", params={"format": "csv"}).text)))
-    (row,) = rows
-    assert row["candidate"] == trial["candidate"] and row["value"] == "7.0"
-    assert int(row["params.candidate"]) == trial["params"]["candidate"]
-    assert int(row["params.value"]) == trial["params"]["value"]

@@ -1,8 +1,7 @@
 """A study's trials as CSV or JSON, one implementation for the API and the CLI.
 
 CSV: one row per trial: number, state, value, each parameter in user units (a finite space: its
-parameters and the candidate's id), then the bookkeeping columns. Headers are distinct: a parameter
-named like a bookkeeping column (``value``, ``candidate``...) is headed ``params.NAME``.
+parameters and the candidate's id), then the bookkeeping columns.
 """
 
 from __future__ import annotations
@@ -47,23 +46,13 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-BOOKKEEPING = ("number", "state", "value", "candidate", "source", "reason", "created_at", "completed_at")
-
-
-def column_names(names: list[str]) -> list[str]:
-    """The parameters' column headers: each its name, ``params.NAME`` where the name is a bookkeeping
-    column's (a parameter called ``value`` or ``candidate``), so that every header is distinct."""
-    return [f"params.{n}" if n in BOOKKEEPING or n.startswith("params.") else n for n in names]
-
-
 def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
     names = parameter_names(study["space"])
     finite = is_finite_spec(study["space"])
     out = io.StringIO()
     writer = csv.writer(out)
     ids = ["candidate"] if finite else []
-    header = ["number", "state", "value", *column_names(names), *ids, "source", "reason", "created_at", "completed_at"]
-    writer.writerow(header)
+    writer.writerow(["number", "state", "value", *names, *ids, "source", "reason", "created_at", "completed_at"])
     for t in trials:
         writer.writerow(
             [

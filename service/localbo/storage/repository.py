@@ -361,7 +361,7 @@ def latest_complete(conn: Connection, study_id: int, limit: int) -> list[Row]:
         .order_by(trials.c.number.desc())
         .limit(limit)
     ).all()
-    return rows[::-1]
+    return list(reversed(rows))
 
 
 def best_trial(conn: Connection, study_id: int, direction: str) -> Row | None:
