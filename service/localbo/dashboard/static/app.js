@@ -6,7 +6,7 @@
 import { AuthError } from "./api.js";
 import { html, render } from "./html.js";
 import { route, startRouter } from "./router.js";
-import { askForToken, onTokenButton, setLive } from "./shell.js";
+import { askForToken, onTokenButton, ready, setLive } from "./shell.js";
 import { listView } from "./views/list.js";
 import { studyView } from "./views/study.js";
 import { trialView } from "./views/trial.js";
@@ -26,7 +26,7 @@ const router = startRouter({
     setLive("");
     if (error instanceof AuthError) return askForToken(root, error, retry);
     render(root, html`<h1 tabindex="-1">Something went wrong</h1><div class="alert" role="alert">${error.message || String(error)}</div><p><a href="#/">back to the studies</a></p>`);
-    document.body.dataset.view = "error";
+    ready("error");
     return null;
   },
 });

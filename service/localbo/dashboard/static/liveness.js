@@ -1,7 +1,7 @@
 // Is a study alive, is it stuck: from the server's summary when it has the field, otherwise from the
 // trials the page holds (the study page) — the same definitions either way:
 //   last_result_at            when a trial last completed or failed
-//   trials_since_improvement  completed trials since the best one, in the order they completed
+//   trials_since_improvement  completed trials numbered after the best one (the first to reach the best value)
 //   results_per_hour          completed and failed trials in the last hour
 //   candidates_remaining      finite studies: candidates no trial holds yet (null when repeats are allowed)
 
@@ -18,7 +18,7 @@ export function liveness(summary = {}, data = null, { direction = "minimize", no
   out.from = "page";
   let last = null;
   let recent = 0;
-  const done = []; // [completed s, value] of complete trials
+  const done = []; // [completed s, index, value] of complete trials, by number
   const held = new Set();
   for (let i = 0; i < data.state.length; i++) {
     const s = data.state[i];
@@ -31,7 +31,6 @@ export function liveness(summary = {}, data = null, { direction = "minimize", no
     if (now / 1000 - t <= 3600) recent++;
     if (s === "complete" && data.value[i] !== null) done.push([t, i, data.value[i]]);
   }
-  done.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let best = null;
   let since = 0;
   for (const [, , v] of done) {

@@ -22,14 +22,19 @@ function pagerWords(key, desc, names) {
   return desc ? pair : [pair[1], pair[0]];
 }
 
-function reasonCell(reason) {
+function reasonCell(reason, number, opened) {
   if (!reason) return "";
   if (reason.length <= SHORT_REASON) return html`<div class="reason" data-testid="reason">${reason}</div>`;
-  return html`<details class="reason" data-testid="reason"><summary>${reason.slice(0, SHORT_REASON)}…</summary><div class="reason-full">${reason}</div></details>`;
+  return html`<details class="reason" data-testid="reason" data-number="${number}" ${opened.has(number) ? "open" : ""}><summary>${reason.slice(
+    0,
+    SHORT_REASON,
+  )}…</summary><div class="reason-full">${reason}</div></details>`;
 }
 
 export function mount(el, study) {
   const view = { sort: "number", desc: true, page: 0, filter: "" };
+  const opened = new Set(); // trial numbers whose long failure reason the viewer expanded (kept over redraws)
+  let drawnKey = "";
   const exportLink = (format, label) => html`<a data-export="${format}" href="#">${label}</a>`;
   render(
     el,
@@ -106,6 +111,14 @@ export function mount(el, study) {
     render() {
       setExportLinks();
       const { data, names, specs } = study;
+      // nothing to redraw when neither the trials nor the order changed (keeps focus, selection, scroll)
+      const key = [data.version, view.sort, view.desc, view.page, view.filter, study.brushed ? "brushed" : ""].join("|");
+      if (key === drawnKey && !study.brushed) return;
+      drawnKey = key;
+      for (const d of table.querySelectorAll("details[data-number]")) {
+        if (d.open) opened.add(Number(d.dataset.number));
+        else opened.delete(Number(d.dataset.number));
+      }
       const shown = names.slice(0, COLUMNS);
       const finite = study.finite;
       const rows = [];
@@ -116,8 +129,9 @@ export function mount(el, study) {
         rows.push(i);
       }
       el.querySelector("#brush-note").textContent = brushed ? "filtered by the selection on the chart" : "";
-      const key = view.sort;
+      const sortKey = view.sort;
       const value = (i) => {
+        const key = sortKey;
         if (key === "number") return i;
         if (key === "value") return data.value[i] ?? (view.desc ? -Infinity : Infinity);
         if (key === "state") return data.state[i];
@@ -145,11 +159,13 @@ export function mount(el, study) {
         const candidate = data.candidate[i];
         return html`<tr data-number="${i + 1}"><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
           data.reasons[String(i + 1)],
+          i + 1,
+          opened,
         )}</td><td class="num">${fmt(data.value[i])}</td>${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
           (_, j) => html`<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`,
         )}<td>${data.source[i]}</td><td class="nowrap">${done ? dateTime(done) : ""}</td></tr>`;
       });
-      const [up, down] = pagerWords(key, view.desc, names);
+      const [up, down] = pagerWords(sortKey, view.desc, names);
       // keep the keyboard where it was: the sort button or pager button the viewer pressed
       const focused = document.activeElement;
       const refocus = focused && table.contains(focused) ? (focused.dataset.sort ? `[data-sort="${focused.dataset.sort}"]` : focused.dataset.page ? `[data-page="${focused.dataset.page}"]` : null) : null;

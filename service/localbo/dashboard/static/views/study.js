@@ -32,6 +32,7 @@ function emptyColumns() {
 
 // trials of an event or the series, by number - 1 (numbers are dense within a study)
 export function merge(into, cols, toParams = (x) => x) {
+  into.version = (into.version ?? 0) + 1; // panels redraw only what changed since the version they drew
   for (let k = 0; k < cols.number.length; k++) {
     const i = cols.number[k] - 1;
     into.number[i] = cols.number[k];
@@ -98,6 +99,7 @@ async function loadCandidates(study, after, signal) {
   for (;;) {
     const page = await get(`${study.path}/trials?after=${after}&limit=10000`, { signal });
     for (const t of page.trials) study.data.candidate[t.number - 1] = t.candidate;
+    study.data.version = (study.data.version ?? 0) + 1;
     if (page.next_after === null || page.next_after === undefined) return;
     after = page.next_after;
   }
