@@ -148,10 +148,8 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   const yTicks = log ? niceTicks(Math.ceil(tlo), Math.floor(thi), 5).filter(Number.isInteger) : niceTicks(tlo, thi);
   const yLabel = log ? (t) => fmt(10 ** t + shift) : fmt;
   const xTicks = niceTicks(1, xmax, Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 70)))).filter((t) => Number.isInteger(t) && t >= 1);
-  const bottom = box.b;
-  box.b = h - 40; // the x axis' labels go under the lanes
-  frameAxes(ctx, { ...box, b: bottom }, box.b, xTicks, yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
-  box.b = bottom;
+  // the x axis' labels go under the lanes
+  frameAxes(ctx, box, h - 40, xTicks, yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
 
   let drawn = 0;
   const size = n > 5000 ? 1.5 : n > 500 ? 3 : 5;
