@@ -218,3 +218,21 @@ def test_bad_surface_queries_are_422s_naming_the_field_and_change_nothing(api) -
         assert_error(api.get(url, params={"y": "x"}), 422, "x", "required")
     assert api.get(f"{API}/nope-study/analysis/surface", params={"x": "x", "y": "lr"}).status_code == 404
     assert api.get(f"{API}/nope-study/analysis/importance").status_code == 404
+
+
+def test_values_at_the_edge_of_float64_answer_200_never_a_5xx(api) -> None:  # noqa: ANN001
+    space = {"a": {"type": "float", "low": -1e300, "high": 1e300}, "b": {"type": "float", "low": 0, "high": 1}}
+    name = create(api, space, policy="ei")
+    for i, value in enumerate((1.7e308, -1.7e308, 0.0, 1.0, 2.0, 3.0)):
+        add(api, name, {"a": -1e300 + i * 3e299, "b": i / 6}, value)
+    importance = api.get(f"{API}/{name}/analysis/importance")
+    assert importance.status_code == 200, importance.text
+    assert importance.json()["forest"] is None  # the values' spread overflows: nothing to permute against
+    surface = api.get(f"{API}/{name}/analysis/surface", params={"x": "a", "y": "b", "size": 5})
+    assert surface.status_code == 200, surface.text
+    body = surface.json()
+    assert (
+        body["available"] is False
+        and "not finite" in body["reason"]
+        or all(math.isfinite(v) for row in body["mean"] for v in row)
+    )

@@ -139,10 +139,14 @@ class Analysis:
             f"GP fitted to the last {fitted.n_used} of {n_complete} completed trials (by number)"
             + (f"; the fit failed: {fitted.error}" if fitted.error else "")
         )
-        out["forest"] = forest_importance(np.asarray(X, dtype=float), np.asarray(y, dtype=float), groups)
-        notes.append(f"forest fitted to the last {len(X)}")
-        if out["forest"] is None:
-            notes.append("no permutation changed the forest's error")
+        try:
+            out["forest"] = forest_importance(np.asarray(X, dtype=float), np.asarray(y, dtype=float), groups)
+            notes.append(f"forest fitted to the last {len(X)}")
+            if out["forest"] is None:
+                notes.append("no permutation changed the forest's error")
+        except Exception as exc:  # a failed forest is a note, not a 500
+            log.exception("study %s: the analysis forest failed", study.name)
+            notes.append(f"the forest failed: {type(exc).__name__}: {exc}")
         return out | {"note": "; ".join(notes)}
 
     # -- the posterior mean over a pair of parameters ---------------------------------------------
@@ -184,8 +188,14 @@ class Analysis:
             return unavailable(f"the GP could not be fitted ({fitted.error})")
         import torch
 
-        with fitted.lock, torch.no_grad():
-            mean = fitted.model.posterior(points(base, ax, ay)).mean.reshape(size, size)
+        try:
+            with fitted.lock, torch.no_grad():
+                mean = fitted.model.posterior(points(base, ax, ay)).mean.reshape(size, size)
+        except Exception as exc:  # a numerical failure is a reason on the page, not a 500
+            log.exception("study %s: the analysis GP's posterior failed", study.name)
+            return unavailable(f"the GP's posterior could not be computed ({type(exc).__name__}: {exc})")
+        if not bool(torch.isfinite(mean).all()):
+            return unavailable("the GP's posterior mean is not finite here (values too large for float64?)")
         return head | {
             "xs": ax.values,
             "ys": ay.values,

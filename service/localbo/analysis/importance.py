@@ -54,7 +54,7 @@ def forest_importance(X: np.ndarray, y: np.ndarray, blocks: list[list[int]], see
     from sklearn.ensemble import RandomForestRegressor
 
     scale = float(y.std())
-    if not scale > 0:
+    if not (scale > 0 and np.isfinite(scale)):  # constant values, or so large their spread overflows
         return None
     target = (y - y.mean()) / scale
     forest = RandomForestRegressor(n_estimators=FOREST_TREES, min_samples_leaf=2, random_state=seed, n_jobs=1)
