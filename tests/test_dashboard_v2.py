@@ -455,3 +455,49 @@ def test_axe_finds_nothing_critical_or_serious_on_the_list_a_study_and_a_trial(
     ):
         open_page(page, server.url, fragment, view=view)
         assert axe_violations(page) == [], view
+
+
+# -- code shape ------------------------------------------------------------------------------------
+
+STATIC = ROOT / "service" / "localbo" / "dashboard" / "static"
+
+
+def test_only_the_template_helper_writes_html() -> None:
+    """Every interpolation goes through html`` (escaping) because nothing else assigns markup."""
+    writers = {
+        str(path.relative_to(STATIC))
+        for path in STATIC.rglob("*.js")
+        for line in path.read_text().splitlines()
+        if any(sink in line for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"))
+    }
+    assert writers == {"html.js"}, writers
+
+
+def test_markup_in_a_reason_or_client_id_is_shown_as_text(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("escape")
+    api.create(name)
+    hostile = '<img src=x onerror="window.pwned = 1">'
+    api.fail(name, api.ask(name, client_id=hostile)["number"], hostile)
+    api.ask(name, client_id=hostile)
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    assert page.get_by_test_id("trials").get_by_test_id("reason").inner_text() == hostile
+    page.get_by_test_id("open-trials").get_by_text(hostile).wait_for()
+    open_page(page, server.url, f"#/study/{name}/trial/1", view="trial")
+    assert page.get_by_test_id("trial-client").inner_text() == hostile
+    assert page.evaluate("window.pwned") is None and page.locator("main img").count() == 0
+
+
+def test_leaving_a_study_aborts_its_requests_and_its_event_stream(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("leave")
+    api.create(name)
+    api.tell(name, api.ask(name)["number"], 1.0)
+    aborted: list[str] = []
+    page.on("requestfailed", lambda request: aborted.append(request.url))
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    page.locator("#crumbs").get_by_role("link", name="studies").click()
+    page.wait_for_selector("body[data-ready='1'][data-view='list']")
+    page.wait_for_function("true")  # let the abort's event reach the test
+    assert any(f"/studies/{name}/events" in url for url in aborted), aborted
+    api.tell(name, api.ask(name)["number"], 0.5)  # the old view is gone: nothing of it redraws
+    page.wait_for_timeout(1500)
+    assert page.locator("#history").count() == 0 and page.get_by_test_id("studies").is_visible()
