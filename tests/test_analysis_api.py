@@ -82,7 +82,7 @@ def test_importance_ranks_the_parameters_the_value_depends_on_first_by_both_meth
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["parameters"] == list(SIX) and body["n_complete"] == 60
-    assert "last 60 of 60" in body["note"] and "lengthscale" in body["gp_method"]
+    assert "last 60 of 60" in body["note"] and "gradient" in body["gp_method"]
     assert "permutation" in body["forest_method"]
     for method in ("gp", "forest"):
         shares = dict(zip(body["parameters"], body[method], strict=True))
@@ -236,3 +236,27 @@ def test_values_at_the_edge_of_float64_answer_200_never_a_5xx(api) -> None:  # n
         and "not finite" in body["reason"]
         or all(math.isfinite(v) for row in body["mean"] for v in row)
     )
+
+
+def test_a_finite_space_has_importance_and_a_surface_over_its_candidates_range(api) -> None:  # noqa: ANN001
+    candidates = [
+        {"id": f"g{i}-{j}", "params": {"u": i, "v": j / 4, "w": 1 + (i * j) % 3}} for i in range(6) for j in range(6)
+    ]
+    name = create(api, {"kind": "finite", "candidates": candidates}, policy="ucb", policy_config={"n_init": 3})
+    for c in candidates[::3]:  # 12 results: u matters, v a little, w never varies among them
+        add(api, name, c["params"], (c["params"]["u"] - 2) ** 2 + 0.1 * c["params"]["v"])
+    importance = api.get(f"{API}/{name}/analysis/importance").json()
+    assert importance["parameters"] == ["u", "v", "w"] and importance["n_complete"] == 12
+    for method in ("gp", "forest"):
+        assert importance[method][0] == max(importance[method]), (method, importance)
+    s = api.get(f"{API}/{name}/analysis/surface", params={"x": "u", "y": "v", "size": 6}).json()
+    assert s["available"] is True and s["xs"][0] == 0 and s["xs"][-1] == 5 and s["ys"][-1] == 1.25
+    assert s["fixed_at"] == "best" and set(s["fixed"]) == {"w"}
+    lowest = [min(range(6), key=row.__getitem__) for row in s["mean"]]  # per row: the u of the lowest mean
+    assert all(1 <= s["xs"][j] <= 3 for j in lowest), lowest
+
+    kernel = [[1.0 if a == b else 0.3 for b in range(4)] for a in range(4)]
+    given = [{"id": f"k{i}", "params": {"u": i, "v": i % 2}} for i in range(4)]
+    other = create(api, {"kind": "finite", "candidates": given, "kernel": kernel}, policy="ucb")
+    s = api.get(f"{API}/{other}/analysis/surface", params={"x": "u", "y": "v"}).json()
+    assert s["available"] is False and "kernel is given over its candidates" in s["reason"]

@@ -134,7 +134,8 @@ class Analysis:
         fitted = self._fitted(study, n_complete)
         out["gp_method"] = f"{GP_METHOD}; kernel {fitted.kernel}"
         if fitted.model is not None:
-            out["gp"] = gp_importance(fitted.model.covar_module.lengthscale, groups)
+            with fitted.lock:
+                out["gp"] = gp_importance(fitted.model, groups)
         notes.append(
             f"GP fitted to the last {fitted.n_used} of {n_complete} completed trials (by number)"
             + (f"; the fit failed: {fitted.error}" if fitted.error else "")

@@ -1,11 +1,12 @@
-"""Parameter importance, two ways: from a fitted ARD GP's lengthscales, and model-free from a random forest.
+"""Parameter importance, two ways: from a fitted ARD GP's posterior mean, and model-free from a random forest.
 
-GP (``gp_importance``): on the unit cube a coordinate with lengthscale l_j moves the posterior by about
-1 / l_j per unit of it, so
+GP (``gp_importance``): the mean squared gradient of the fitted GP's posterior mean over the points it was
+fitted to (the region the study explored), per unit-cube coordinate c:
 
-    I_j  ∝  sum_{c in block(j)} 1 / l_c          (a categorical's one-hot block summed into its parameter)
+    I_j  ∝  sum_{c in block(j)} mean_i (d mu / d x_c (x_i))^2      (a categorical's one-hot block summed)
 
-normalised to sum to 1.
+normalised to sum to 1. Unlike 1 / lengthscale, it is 0 for a coordinate the data never varied and small
+for a short lengthscale carrying a small effect.
 
 Forest (``forest_importance``): permutation importance of a scikit-learn RandomForestRegressor fitted to
 the same points (values standardised): each parameter's columns (a categorical's whole block) are
@@ -19,15 +20,17 @@ points, or they are constant). Both take ``blocks``: the column indices of each 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from torch import Tensor
 
 FOREST_TREES = 64
 FOREST_REPEATS = 5
 
 GP_METHOD = (
-    "inverse lengthscales of an ARD GP (policies/gp.py: BoTorch SingleTaskGP, MAP fit, inputs in the unit cube, "
-    "values standardised); a categorical's one-hot lengthscales summed; normalised to sum to 1"
+    "mean squared gradient of the posterior mean of an ARD GP (policies/gp.py: BoTorch SingleTaskGP, MAP fit, "
+    "inputs in the unit cube, values standardised) over the fitted points, per parameter (a categorical's one-hot "
+    "coordinates summed); normalised to sum to 1"
 )
 FOREST_METHOD = (
     f"permutation importance of a random forest (scikit-learn RandomForestRegressor, {FOREST_TREES} trees, on the "
@@ -43,10 +46,15 @@ def _normalised(scores: list[float]) -> list[float] | None:
     return [s / total for s in scores]
 
 
-def gp_importance(lengthscale: Tensor, blocks: list[list[int]]) -> list[float] | None:
-    """lengthscale: d (the GP's ARD lengthscales); one share per block."""
-    inverse = (1.0 / lengthscale.detach().double().reshape(-1)).tolist()
-    return _normalised([sum(inverse[c] for c in block) for block in blocks])
+def gp_importance(model: Any, blocks: list[list[int]]) -> list[float] | None:
+    """model: a fitted BoTorch GP (inputs n x d in the unit cube); one share per block."""
+    import torch
+
+    X = model.train_inputs[0].detach().clone().requires_grad_(True)  # n x d
+    mean = model.posterior(X).mean.sum()  # each point's mean depends on its own row only
+    (grad,) = torch.autograd.grad(mean, X)  # n x d
+    per_column = (grad.detach() ** 2).mean(0).tolist()
+    return _normalised([sum(per_column[c] for c in block) for block in blocks])
 
 
 def forest_importance(X: np.ndarray, y: np.ndarray, blocks: list[list[int]], seed: int = 0) -> list[float] | None:

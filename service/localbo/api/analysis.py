@@ -17,8 +17,9 @@ ParamName = Annotated[str, Query(min_length=1, max_length=200, description="A pa
 
 @router.get("/importance", response_model=ImportanceOut, responses=responses(*READ))
 def importance(study: StudyName, service: ServiceDep, who: Caller) -> dict:
-    """Each parameter's share of what drives the value: from an ARD GP's lengthscales and, as a model-free
-    cross-check, a random forest's permutation importance (null, with a note, before 5 completed trials)."""
+    """Each parameter's share of what drives the value: from an ARD GP (the mean squared gradient of its
+    posterior mean) and, as a model-free cross-check, a random forest's permutation importance (null, with
+    a note, before 5 completed trials)."""
     check_read(who, study)
     return service.analysis.importance(study)
 

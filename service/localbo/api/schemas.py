@@ -280,7 +280,8 @@ class ErrorOut(BaseModel):
 class ImportanceOut(BaseModel):
     parameters: list[str] = Field(description="The study's parameters, in space order")
     gp: list[float] | None = Field(
-        description="Each parameter's share (sums to 1) from an ARD GP's inverse lengthscales; null: see note"
+        description="Each parameter's share (sums to 1) from an ARD GP: the mean squared gradient of its posterior "
+        "mean over the fitted points; null: see note"
     )
     gp_method: str = Field(description="How the gp shares were computed")
     forest: list[float] | None = Field(
