@@ -211,6 +211,18 @@ def test_a_failure_reason_is_fully_readable_in_the_table_the_tooltip_and_the_tri
     text = tip.inner_text()
     assert f"#{failed['number']} failed" in text and LONG_REASON in text and "x0 = " in text and "x1 = " in text
 
+    # by keyboard: the chart takes focus, the arrow keys step through the trials, Enter opens one
+    page.locator("#history").focus()
+    page.keyboard.press("Home")
+    assert "#1 complete" in tip.inner_text()
+    for _ in range(failed["number"] - 1):
+        page.keyboard.press("ArrowRight")
+    assert LONG_REASON in tip.inner_text() and f"#{failed['number']} failed" in tip.inner_text()
+    page.keyboard.press("ArrowRight")
+    assert f"#{failed['number'] + 1} complete" in tip.inner_text()
+    page.keyboard.press("Escape")
+    assert tip.is_hidden()
+
     # its own page, reached from the table's link
     row.get_by_role("link", name=str(failed["number"])).click()
     page.wait_for_selector("body[data-ready='1'][data-view='trial']")
@@ -224,7 +236,7 @@ def test_a_failure_reason_is_fully_readable_in_the_table_the_tooltip_and_the_tri
     assert page.evaluate("document.activeElement.tagName") == "H1"  # focus moved to the new page's heading
 
 
-def test_the_trial_page_shows_client_times_lease_and_source(server: ServerProcess, page: Any) -> None:
+def test_the_trial_page_shows_client_times_lease_and_source_live(server: ServerProcess, page: Any) -> None:
     api, name = Api(server.url), unique("trialpage")
     api.create(name)
     trial = api.ask(name, client_id="bench-<3>")
@@ -234,6 +246,10 @@ def test_the_trial_page_shows_client_times_lease_and_source(server: ServerProces
     assert page.get_by_test_id("trial-source").inner_text() == trial["source"]
     assert page.get_by_test_id("trial-completed").inner_text() == "not yet"
     assert "(in " in page.get_by_test_id("trial-lease").inner_text()
+    api.tell(name, trial["number"], 0.25)  # live: the page follows the trial's state
+    page.wait_for_function("document.querySelector('[data-testid=trial-state]').textContent === 'complete'")
+    assert page.get_by_test_id("trial-value").inner_text() == "0.25"
+    assert page.get_by_test_id("trial-completed").inner_text() != "not yet"
     open_page(page, server.url, f"#/study/{name}/trial/99", view="error")
     assert "not found" in page.locator("[role=alert]").inner_text()
 

@@ -15,7 +15,7 @@ export function mount(el, study) {
       <span class="legend"><i class="sw point"></i>value <i class="sw best"></i>best so far <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
     </div>
     <p class="empty" data-testid="history-empty" hidden>No trials yet: the chart appears with the first result.</p>
-    <div class="chart-wrap"><canvas id="history" class="chart" role="img" aria-label="Values by trial number"></canvas><div id="tip" class="tip" role="tooltip" hidden></div></div>`,
+    <div class="chart-wrap"><canvas id="history" class="chart" role="img" tabindex="0" aria-describedby="tip" aria-label="Values by trial number; the arrow keys step through the trials, Enter opens one"></canvas><div id="tip" class="tip" role="tooltip" hidden></div></div>`,
   );
   const canvas = el.querySelector("#history");
   const tip = el.querySelector("#tip");
@@ -26,15 +26,10 @@ export function mount(el, study) {
     study.rerender();
   });
 
-  const show = (event) => {
+  // the tooltip for trial k (1-based) at (x, y) in the canvas' CSS pixels
+  const showTrial = (k, x, y) => {
     const { data } = study;
-    if (!drawn) return;
-    const rect = canvas.getBoundingClientRect();
-    const x = event.clientX - rect.left;
-    const y = event.clientY - rect.top;
-    const n = data.value.length;
-    const k = Math.round(((x - drawn.box.l) / (drawn.box.r - drawn.box.l)) * n + 0.5);
-    if (k < 1 || k > n || !data.state[k - 1]) return (tip.hidden = true);
+    if (k < 1 || k > data.value.length || !data.state[k - 1]) return (tip.hidden = true);
     const i = k - 1;
     const reason = data.reasons[String(k)];
     const candidate = data.candidate[i];
@@ -50,12 +45,43 @@ export function mount(el, study) {
       }`,
     );
     tip.hidden = false;
-    tip.style.left = `${Math.max(0, Math.min(x + 12, rect.width - tip.offsetWidth - 4))}px`;
+    const width = canvas.clientWidth;
+    tip.style.left = `${Math.max(0, Math.min(x + 12, width - tip.offsetWidth - 4))}px`;
     tip.style.top = `${y + 12}px`;
+    cursor = k;
+  };
+  let cursor = 0;
+  const show = (event) => {
+    if (!drawn) return;
+    const rect = canvas.getBoundingClientRect();
+    const x = event.clientX - rect.left;
+    const n = study.data.value.length;
+    const k = Math.round(((x - drawn.box.l) / (drawn.box.r - drawn.box.l)) * n + 0.5);
+    showTrial(k, x, event.clientY - rect.top);
   };
   canvas.addEventListener("pointermove", show);
   canvas.addEventListener("pointerdown", show);
   canvas.addEventListener("pointerleave", () => (tip.hidden = true));
+  // by keyboard: the arrow keys step through the trials (Home / End: the first / last), Enter opens one
+  canvas.addEventListener("keydown", (event) => {
+    if (!drawn) return;
+    const n = study.data.value.length;
+    const step = { ArrowRight: 1, ArrowLeft: -1, Home: -n, End: n }[event.key];
+    if (event.key === "Enter" && cursor) {
+      window.location.hash = `#/study/${encodeURIComponent(study.name)}/trial/${cursor}`;
+      return;
+    }
+    if (event.key === "Escape") return (tip.hidden = true);
+    if (!step) return;
+    event.preventDefault();
+    let k = Math.min(n, Math.max(1, (cursor || (step > 0 ? 0 : n + 1)) + step));
+    while (k >= 1 && k <= n && !study.data.state[k - 1]) k += Math.sign(step);
+    if (k < 1 || k > n) return;
+    const v = study.data.value[k - 1];
+    const y = v !== null && study.data.state[k - 1] === "complete" ? drawn.sy(drawn.tf(v)) : drawn.box.b;
+    showTrial(k, drawn.sx(k), y);
+  });
+  canvas.addEventListener("blur", () => (tip.hidden = true));
 
   return {
     render() {

@@ -1,7 +1,7 @@
 // One trial's page (#/study/NAME/trial/N): parameters in user units, value, state, failure reason,
 // source, client id, times, lease and candidate id.
 
-import { HttpError, get } from "../api.js";
+import { HttpError, get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
 import { cell, dateTime, fmt, relative, toMs } from "../format.js";
 import { ready, setLive } from "../shell.js";
@@ -25,38 +25,63 @@ export const trialView = {
   async mount(root, { name, number }, signal) {
     setLive("");
     const path = `studies/${encodeURIComponent(name)}`;
-    const t = await loadTrial(path, number, signal);
-    const studyLink = `#/study/${encodeURIComponent(name)}`;
-    const expired = t.state === "stale" || (t.state === "running" && toMs(t.lease_expires_at) !== null && toMs(t.lease_expires_at) <= Date.now());
-    const row = (label, value, id) => html`<tr><th scope="row">${label}</th><td data-testid="${id}">${value}</td></tr>`;
-    const params = Object.entries(t.params ?? {});
-    render(
-      root,
-      html`<h1 tabindex="-1">Trial ${t.number} of ${name}</h1>
-      <p class="meta"><a href="${studyLink}">back to the study</a>${
-        t.number > 1 ? html` · <a href="${studyLink}/trial/${t.number - 1}">‹ trial ${t.number - 1}</a>` : ""
-      } · <a href="${studyLink}/trial/${t.number + 1}">trial ${t.number + 1} ›</a></p>
-      <div class="two">
-        <section class="panel" aria-labelledby="trial-facts"><h2 id="trial-facts">The trial</h2>
-          <div class="scroll"><table class="kv" data-testid="trial">
-          ${row("state", html`<span class="badge ${expired ? "stale" : t.state}">${t.state}${expired && t.state === "running" ? " (lease expired)" : ""}</span>`, "trial-state")}
-          ${row("value", fmt(t.value), "trial-value")}
-          ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
-          ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
-          ${row("source", t.source, "trial-source")}
-          ${row("client", t.client_id ?? "unknown", "trial-client")}
-          ${row("asked", dateTime(t.created_at), "trial-created")}
-          ${row("finished", t.completed_at ? dateTime(t.completed_at) : "not yet", "trial-completed")}
-          ${row("lease", t.lease_expires_at ? html`${dateTime(t.lease_expires_at)} <span class="dim">(${relative(t.lease_expires_at)})</span>` : "–", "trial-lease")}
-          </table></div>
-        </section>
-        <section class="panel" aria-labelledby="trial-params"><h2 id="trial-params">Parameters</h2>
-          <div class="scroll"><table class="grid compact" data-testid="trial-params"><thead><tr><th scope="col">parameter</th><th scope="col" class="num">value</th></tr></thead>
-          <tbody>${params.map(([k, v]) => html`<tr><td>${k}</td><td class="num">${cell(v)}</td></tr>`)}</tbody></table></div>
-        </section>
-      </div>`,
-    );
+    const draw = (t) => {
+      const studyLink = `#/study/${encodeURIComponent(name)}`;
+      const expired = t.state === "stale" || (t.state === "running" && toMs(t.lease_expires_at) !== null && toMs(t.lease_expires_at) <= Date.now());
+      const row = (label, value, id) => html`<tr><th scope="row">${label}</th><td data-testid="${id}">${value}</td></tr>`;
+      const params = Object.entries(t.params ?? {});
+      render(
+        root,
+        html`<h1 tabindex="-1">Trial ${t.number} of ${name}</h1>
+        <p class="meta"><a href="${studyLink}">back to the study</a>${
+          t.number > 1 ? html` · <a href="${studyLink}/trial/${t.number - 1}">‹ trial ${t.number - 1}</a>` : ""
+        } · <a href="${studyLink}/trial/${t.number + 1}">trial ${t.number + 1} ›</a></p>
+        <div class="two">
+          <section class="panel" aria-labelledby="trial-facts"><h2 id="trial-facts">The trial</h2>
+            <div class="scroll"><table class="kv" data-testid="trial">
+            ${row("state", html`<span class="badge ${expired ? "stale" : t.state}">${t.state}${expired && t.state === "running" ? " (lease expired)" : ""}</span>`, "trial-state")}
+            ${row("value", fmt(t.value), "trial-value")}
+            ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
+            ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
+            ${row("source", t.source, "trial-source")}
+            ${row("client", t.client_id ?? "unknown", "trial-client")}
+            ${row("asked", dateTime(t.created_at), "trial-created")}
+            ${row("finished", t.completed_at ? dateTime(t.completed_at) : "not yet", "trial-completed")}
+            ${row("lease", t.lease_expires_at ? html`${dateTime(t.lease_expires_at)} <span class="dim">(${relative(t.lease_expires_at)})</span>` : "–", "trial-lease")}
+            </table></div>
+          </section>
+          <section class="panel" aria-labelledby="trial-params"><h2 id="trial-params">Parameters</h2>
+            <div class="scroll"><table class="grid compact" data-testid="trial-params"><thead><tr><th scope="col">parameter</th><th scope="col" class="num">value</th></tr></thead>
+            <tbody>${params.map(([k, v]) => html`<tr><td>${k}</td><td class="num">${cell(v)}</td></tr>`)}</tbody></table></div>
+          </section>
+        </div>`,
+      );
+    };
+    let trial = await loadTrial(path, number, signal);
+    draw(trial);
     ready("trial");
-    return () => {};
+    // an open trial changes: its state, value and lease come live; the lease's clock ages on screen
+    const open = () => trial.state === "running" || trial.state === "stale";
+    const unsubscribe = subscribe(
+      `${path}/events`,
+      () => ({ after: String(number) }),
+      async (event, payload) => {
+        if (event !== "trials" || !payload.number.includes(number)) return;
+        try {
+          trial = await loadTrial(path, number, signal);
+          draw(trial);
+        } catch {
+          // the next event tries again
+        }
+      },
+      setLive,
+      signal,
+    );
+    const ageing = setInterval(() => open() && draw(trial), 10000);
+    return () => {
+      unsubscribe();
+      clearInterval(ageing);
+      setLive("");
+    };
   },
 };
