@@ -35,6 +35,7 @@ GP_MAX = 500  # the last this many completed trials feed the GP (a fit costs ~2 
 FOREST_MAX = 2000  # ... and the random forest
 FIT_MAXITER = 100  # L-BFGS-B iterations of the GP's MAP fit
 SURFACE_SIZES = (5, 60)
+MAX_WARM = 4096  # studies whose last fit's hyperparameters are kept
 
 
 @dataclass
@@ -75,6 +76,10 @@ class Analysis:
         self.db, self.spaces = db, spaces
         self._models: BoundedCache[Fitted] = BoundedCache(max_models)
         self._importance: BoundedCache[dict[str, Any]] = BoundedCache(max_answers)
+        self._surfaces: BoundedCache[dict[str, Any]] = BoundedCache(max_answers)
+        # each study's latest fitted hyperparameters: the next fit (one more result) starts from them
+        self._warm: dict[tuple[int, Any], Any] = {}
+        self._warm_guard = threading.Lock()
 
     def _read(self, name: str) -> tuple[Row, StudySpace, int]:
         with self.db.begin() as conn:
@@ -96,8 +101,15 @@ class Analysis:
             kernel = (study.policy_config or {}).get("kernel")
             kernel = kernel if kernel in ("rbf", "matern52") else "rbf"
             Xt, yt = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+            study_key = (study.id, study.created_at)
+            with self._warm_guard:
+                warm = self._warm.get(study_key)
             try:
-                model = gp.fit_model(Xt, yt, kernel, maxiter=FIT_MAXITER)
+                model = gp.fit_model(Xt, yt, kernel, hypers=warm, maxiter=FIT_MAXITER)
+                with self._warm_guard:
+                    if len(self._warm) >= MAX_WARM:  # bounded: forgetting only means a cold start
+                        self._warm.clear()
+                    self._warm[study_key] = gp.to_state(model)
                 return Fitted(model, len(X), kernel)
             except Exception as exc:  # a failed fit is a note on the page, not a 500
                 log.exception("study %s: the analysis GP could not be fitted", study.name)
@@ -153,7 +165,7 @@ class Analysis:
     # -- the posterior mean over a pair of parameters ---------------------------------------------
 
     def surface(self, name: str, x: str, y: str, size: int) -> dict[str, Any]:
-        from localbo.analysis.surface import NoSurface, axis, points
+        from localbo.analysis.surface import NoSurface, axis
 
         study, space, n_complete = self._read(name)
         for where, param in (("x", x), ("y", y)):
@@ -181,6 +193,18 @@ class Analysis:
             ax, ay = axis(space, x, size), axis(space, y, size)
         except NoSurface as why:
             return unavailable(str(why))
+        key = (*_key(study, n_complete), study.policy_state_version, x, y, size)
+        return self._surfaces.get(key, lambda: self._compute_surface(study, space, n_complete, ax, ay, head))
+
+    def _compute_surface(
+        self, study: Row, space: StudySpace, n_complete: int, ax: Any, ay: Any, head: dict[str, Any]
+    ) -> dict[str, Any]:
+        from localbo.analysis.surface import points
+
+        def unavailable(reason: str) -> dict[str, Any]:
+            return head | {"available": False, "reason": reason}
+
+        size, x, y = len(ax.values), ax.name, ay.name
         base, fixed, fixed_at = self._fixed_point(study, space, n_complete)
         if base is None:
             return unavailable("no completed trial to hold the other parameters at")
