@@ -255,7 +255,7 @@ export function drawPath(canvas, path, names, limit = 8) {
     path.forEach((p, i) => (i ? ctx.lineTo(sx(p.t), sy(p.x[j])) : ctx.moveTo(sx(p.t), sy(p.x[j]))));
     ctx.stroke();
     for (const p of path) ctx.fillRect(sx(p.t) - 2, sy(p.x[j]) - 2, 4, 4);
-    ctx.fillText(names[j], box.r + 24, box.t + 8 + k * 18);
+    ctx.fillText(fit(ctx, names[j], w - box.r - 28), box.r + 24, box.t + 8 + k * 18);
     ctx.beginPath();
     ctx.moveTo(box.r + 6, box.t + 8 + k * 18);
     ctx.lineTo(box.r + 20, box.t + 8 + k * 18);

@@ -21,7 +21,9 @@ function studyRow(s) {
     <td class="num">${String(m.n_complete)}${extra ? html` <span class="dim">(${extra})</span>` : ""}</td>
     <td class="num">${fmt(m.best_value)}</td>
     <td><span class="badge ${state}">${state}</span>${m.n_stale ? html` <span class="badge stale" data-testid="stale-count">${m.n_stale} stale</span>` : ""}${
-      s.last_policy_error ? html` <span class="badge error" title="${s.last_policy_error}">policy fell back</span>` : ""
+      s.last_policy_error
+        ? html` <a class="badge error" data-testid="policy-fell-back" href="#/study/${encodeURIComponent(s.name)}" title="${s.last_policy_error}">policy fell back</a>`
+        : ""
     }</td>
     <td title="${dateTime(lastResult)}" data-testid="last-result">${lastResult === null ? "none yet" : ago(lastResult)}</td>
     <td class="num" data-testid="since-improvement">${live.sinceImprovement === null ? "–" : String(live.sinceImprovement)}</td>
