@@ -80,6 +80,21 @@ class Analysis:
         # each study's latest fitted hyperparameters: the next fit (one more result) starts from them
         self._warm: dict[tuple[int, Any], Any] = {}
         self._warm_guard = threading.Lock()
+        self._flights: dict[Any, threading.Lock] = {}  # one computation per key at a time (single flight)
+        self._flights_guard = threading.Lock()
+
+    def _once(self, cache: BoundedCache[Any], key: Any, make: Any) -> Any:
+        """``cache.get(key, make)``, with concurrent misses of one key computed once: the page asks for the
+        importance and a surface at the same moment, and both need the same fit."""
+        with self._flights_guard:
+            flight = self._flights.setdefault(key, threading.Lock())
+        try:
+            with flight:
+                return cache.get(key, make)
+        finally:
+            with self._flights_guard:
+                if not flight.locked():
+                    self._flights.pop(key, None)
 
     def _read(self, name: str) -> tuple[Row, StudySpace, int]:
         with self.db.begin() as conn:
@@ -115,13 +130,14 @@ class Analysis:
                 log.exception("study %s: the analysis GP could not be fitted", study.name)
                 return Fitted(None, len(X), kernel, f"{type(exc).__name__}: {exc}")
 
-        return self._models.get(_key(study, n_complete), fit)
+        return self._once(self._models, ("model", *_key(study, n_complete)), fit)
 
     # -- importance -------------------------------------------------------------------------------
 
     def importance(self, name: str) -> dict[str, Any]:
         study, space, n_complete = self._read(name)
-        return self._importance.get(_key(study, n_complete), lambda: self._compute_importance(study, space, n_complete))
+        key = ("importance", *_key(study, n_complete))
+        return self._once(self._importance, key, lambda: self._compute_importance(study, space, n_complete))
 
     def _compute_importance(self, study: Row, space: StudySpace, n_complete: int) -> dict[str, Any]:
         import numpy as np
