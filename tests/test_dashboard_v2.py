@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -517,3 +518,12 @@ def test_leaving_a_study_aborts_its_requests_and_its_event_stream(server: Server
     api.tell(name, api.ask(name)["number"], 0.5)  # the old view is gone: nothing of it redraws
     page.wait_for_timeout(1500)
     assert page.locator("#history").count() == 0 and page.get_by_test_id("studies").is_visible()
+
+
+def test_the_page_preloads_every_module() -> None:
+    """index.html names every module for modulepreload, so the browser fetches them at once, not in the
+    four rounds their imports take (app -> views -> panels -> charts); a new module goes on the list."""
+    page = (STATIC / "index.html").read_text()
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="static/([^"]+)">', page))
+    modules = {str(p.relative_to(STATIC)) for p in STATIC.rglob("*.js")} - {"app.js"}
+    assert preloaded == modules, {"missing": modules - preloaded, "gone": preloaded - modules}

@@ -111,6 +111,10 @@ export const studyView = {
   async mount(root, { name }, signal) {
     render(root, skeleton(name));
     const path = `studies/${encodeURIComponent(name)}`;
+    // the three reads at once; a policy that cannot be read is shown as such, not a failed page
+    const readPolicy = () =>
+      get(`${path}/policy`, { signal }).catch((error) => (signal.aborted ? null : { error: String(error.message || error) }));
+    const firstPolicy = readPolicy();
     const [info, series] = await Promise.all([get(path, { signal }), get(`${path}/series`, { signal })]);
     const names = Object.keys(series.space);
     const specs = names.map((n) => series.space[n]);
@@ -167,13 +171,10 @@ export const studyView = {
       frame = setTimeout(() => requestAnimationFrame(draw), wait);
     };
 
-    const loadPolicy = async (redraw = true) => {
-      try {
-        study.policy = await get(`${path}/policy`, { signal });
-      } catch (error) {
-        if (signal.aborted) return;
-        study.policy = { error: String(error.message || error) };
-      }
+    const loadPolicy = async (redraw = true, reading = readPolicy()) => {
+      const policy = await reading;
+      if (!policy) return;
+      study.policy = policy;
       study.display = displayOf(study.policy?.display, specs, toParams);
       if (redraw) study.rerender();
     };
@@ -187,7 +188,7 @@ export const studyView = {
     };
 
     const needCandidates = study.finite && !series.trials.candidate;
-    await Promise.all([loadPolicy(false), needCandidates ? loadCandidates(study, 0, signal) : null]);
+    await Promise.all([loadPolicy(false, firstPolicy), needCandidates ? loadCandidates(study, 0, signal) : null]);
     draw();
 
     let infoTimer = 0;
