@@ -260,3 +260,37 @@ def test_a_finite_space_has_importance_and_a_surface_over_its_candidates_range(a
     other = create(api, {"kind": "finite", "candidates": given, "kernel": kernel}, policy="ucb")
     s = api.get(f"{API}/{other}/analysis/surface", params={"x": "u", "y": "v"}).json()
     assert s["available"] is False and "kernel is given over its candidates" in s["reason"]
+
+
+def test_the_new_read_routes_need_read_scope_on_the_study(tmp_path) -> None:  # noqa: ANN001
+    from fastapi.testclient import TestClient
+    from localbo.api import create_app
+    from localbo.bootstrap import prepare_database
+    from localbo.config import Settings
+
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'auth.db'}", tokens="adm=admin;ro=read:lab-*;other=read:x-*"
+    )
+    prepare_database(settings)
+    with TestClient(create_app(settings)) as client:
+        adm, ro, other = ({"Authorization": f"Bearer {t}"} for t in ("adm", "ro", "other"))
+        name = unique("lab")
+        body = {"name": name, "space": FOUR, "policy": "ei", "seed": 1}
+        assert client.post(API, json=body, headers=adm).status_code == 201
+        rng = random.Random(0)
+        for _ in range(6):
+            params = random_params(rng, FOUR)
+            r = client.post(
+                f"{API}/{name}/trials", json={"params": params, "value": four_objective(params)}, headers=adm
+            )
+            assert r.status_code == 201
+        routes = [
+            (f"{API}/{name}/trials/1", {}),
+            (f"{API}/{name}/analysis/importance", {}),
+            (f"{API}/{name}/analysis/surface", {"x": "x", "y": "lr", "size": 5}),
+        ]
+        for url, params in routes:
+            assert client.get(url, params=params).status_code == 401
+            assert client.get(url, params=params, headers=other).status_code == 403
+            assert client.get(url, params=params, headers=ro).status_code == 200
+        client.app.state.service.close(wait=True)
