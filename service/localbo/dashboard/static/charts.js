@@ -115,7 +115,8 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   if (failed) lanes.push({ state: "failed", label: "failed" });
   if (open) lanes.push({ state: "open", label: "running" });
   const LANE = 14;
-  const box = { l: 64, r: w - 12, t: 10, b: h - 40 - lanes.length * LANE - (lanes.length ? 4 : 0) };
+  const GAP = 8; // between the plot and the lanes: the lowest y label and the first lane's label never touch
+  const box = { l: 64, r: w - 12, t: 10, b: h - 40 - lanes.length * LANE - (lanes.length ? GAP : 0) };
   let lo = Infinity;
   let hi = -Infinity;
   for (let i = 0; i < n; i++) {
@@ -190,7 +191,7 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   // the lanes: failed trials as crosses, running (and stale) ones as hollow circles, each at its number
   const r = n > 2000 ? 2.5 : 4;
   lanes.forEach((lane, k) => {
-    const y = box.b + 4 + LANE * k + LANE / 2;
+    const y = box.b + GAP + LANE * k + LANE / 2;
     ctx.fillStyle = COLORS.axis;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
@@ -216,7 +217,7 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
     ctx.stroke();
   });
   const laneOf = (y) => {
-    const k = Math.floor((y - box.b - 4) / LANE);
+    const k = Math.floor((y - box.b - GAP) / LANE);
     return k >= 0 && k < lanes.length ? lanes[k].state : null;
   };
   return { drawn, sx, sy, tf, box, laneOf };

@@ -157,7 +157,7 @@ export function mount(el, study) {
       const body = rows.slice(view.page * PAGE, (view.page + 1) * PAGE).map((i) => {
         const done = data.completed[i];
         const candidate = data.candidate[i];
-        return html`<tr data-number="${i + 1}"><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
+        return html`<tr data-number="${i + 1}" class="${data.state[i] === "stale" ? "is-stale" : ""}"><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
           data.reasons[String(i + 1)],
           i + 1,
           opened,

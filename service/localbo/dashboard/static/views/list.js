@@ -14,6 +14,8 @@ function studyRow(s) {
   const extra = [m.n_running && `${m.n_running} running`, m.n_failed && `${m.n_failed} failed`].filter(Boolean).join(", ");
   const finite = s.space?.kind === "finite";
   const lastResult = live.lastResultAt ?? null;
+  // trials are out but no result for an hour: worth a look
+  const quiet = m.n_running > 0 && (lastResult === null ? Date.now() - Date.parse(m.last_activity) : Date.now() - Date.parse(lastResult)) > 3600e3;
   return html`<tr data-study="${s.name}">
     <td><a href="#/study/${encodeURIComponent(s.name)}">${s.name}</a></td>
     <td>${s.policy}</td>
@@ -25,7 +27,9 @@ function studyRow(s) {
         ? html` <a class="badge error" data-testid="policy-fell-back" href="#/study/${encodeURIComponent(s.name)}" title="${s.last_policy_error}">policy fell back</a>`
         : ""
     }</td>
-    <td title="${dateTime(lastResult)}" data-testid="last-result">${lastResult === null ? "none yet" : ago(lastResult)}</td>
+    <td title="${dateTime(lastResult)}" data-testid="last-result" class="${quiet ? "quiet" : ""}">${lastResult === null ? "none yet" : ago(lastResult)}${
+      quiet ? html` <span class="badge stale">quiet</span>` : ""
+    }</td>
     <td class="num" data-testid="since-improvement">${live.sinceImprovement === null ? "–" : String(live.sinceImprovement)}</td>
     <td class="num" data-testid="per-hour">${live.perHour === null ? "–" : fmt(live.perHour)}</td>
     <td class="num">${finite ? (live.candidatesRemaining === null ? `of ${s.space.candidates}` : `${live.candidatesRemaining} of ${s.space.candidates}`) : ""}</td>
