@@ -321,6 +321,7 @@ def test_no_horizontal_overflow_at_390_on_the_list_a_study_and_a_trial(server: S
         open_page(phone, server.url, fragment, view=view)
         scroll, inner = no_page_overflow(phone)
         assert scroll <= inner, (view, scroll, inner)
+        assert axe_violations(phone) == [], view
     # the wide trials table scrolls inside its panel instead
     open_page(phone, server.url, f"#/study/{name}", view="study")
     wrap = phone.locator("#table .scroll")
@@ -400,6 +401,7 @@ def test_with_tokens_the_export_is_a_download_with_the_header_not_a_dead_link(br
         assert r.status_code == 201, r.text
         open_page(page, server.url, "#/study/tok", view="auth")
         assert page.locator("#token-button").is_hidden()  # the form is on the page
+        assert axe_violations(page) == []
         page.get_by_label("Bearer token").fill("adm")
         page.get_by_role("button", name="Use token").click()
         page.wait_for_selector("body[data-ready='1'][data-view='study']")
