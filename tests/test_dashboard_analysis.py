@@ -143,15 +143,15 @@ def test_importance_shows_the_gp_and_the_forest_with_numbers(server: ServerProce
         shown[name] = [float(t) for t in rows.nth(k).locator("[data-series]").all_inner_texts()]
     assert set(shown) == set(SIX)
     gp = dict(zip(served["parameters"], served["gp"], strict=True))
-    for name, numbers in shown.items():  # the served numbers, as fmt writes them (5 significant digits)
-        assert numbers[0] == pytest.approx(gp[name], rel=1e-4), name
+    for name, numbers in shown.items():  # the served numbers, as fmt writes them (4 or 5 significant digits)
+        assert numbers[0] == pytest.approx(gp[name], rel=1e-3), name
     gp_order = [rows.nth(k).locator("th").inner_text() for k in range(6)]
     assert gp_order == sorted(gp, key=lambda n: -gp[n])  # the most important first
     if served["forest"] is not None:  # the model-free cross-check beside it, said to be model-free
         assert "random forest (model-free)" in key
         forest = dict(zip(served["parameters"], served["forest"], strict=True))
         for name, numbers in shown.items():
-            assert numbers[1] == pytest.approx(forest[name], rel=1e-4, abs=1e-9), name
+            assert numbers[1] == pytest.approx(forest[name], rel=1e-3, abs=1e-9), name
     assert served["note"] in page.get_by_test_id("importance-note").inner_text()
 
 

@@ -124,21 +124,35 @@ export function valueAxis(lo, hi) {
 
 // The completed trials with a value and coordinates, best first; past `limit`, the best quarter of
 // `limit` and an even sample of the rest (ranks stay in order). {idx, total, lo, hi}
+// The ranking is kept per columns object until a trial is added or completes (the panels of one redraw
+// share one sort: 50,000 trials take tens of milliseconds to sort).
+const ranked = new WeakMap();
+
 export function completedByRank(data, direction, limit = Infinity) {
-  const idx = [];
-  for (let i = 0; i < data.value.length; i++) {
-    const v = data.value[i];
-    if (v !== null && v !== undefined && data.state[i] === "complete" && data.x[i]) idx.push(i);
+  let complete = 0;
+  for (let i = 0; i < data.state.length; i++) if (data.state[i] === "complete") complete++;
+  const key = `${data.value.length}:${complete}:${direction}`;
+  let memo = ranked.get(data);
+  if (!memo || memo.key !== key) {
+    const idx = [];
+    for (let i = 0; i < data.value.length; i++) {
+      const v = data.value[i];
+      if (v !== null && v !== undefined && data.state[i] === "complete" && data.x[i]) idx.push(i);
+    }
+    const sign = direction === "minimize" ? 1 : -1;
+    idx.sort((a, b) => sign * (data.value[a] - data.value[b]));
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const i of idx) {
+      if (data.value[i] < lo) lo = data.value[i];
+      if (data.value[i] > hi) hi = data.value[i];
+    }
+    memo = { key, idx, lo, hi };
+    ranked.set(data, memo);
   }
-  const sign = direction === "minimize" ? 1 : -1;
-  idx.sort((a, b) => sign * (data.value[a] - data.value[b]));
+  const { lo, hi } = memo;
+  const idx = memo.idx;
   const total = idx.length;
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const i of idx) {
-    if (data.value[i] < lo) lo = data.value[i];
-    if (data.value[i] > hi) hi = data.value[i];
-  }
   if (total > limit) {
     const best = Math.floor(limit / 4);
     const rest = total - best;
@@ -147,7 +161,7 @@ export function completedByRank(data, direction, limit = Infinity) {
     for (let k = 0; k < limit - best; k++) sample.push(idx[best + Math.floor(k * step)]);
     return { idx: sample, total, lo, hi };
   }
-  return { idx, total, lo, hi };
+  return { idx: idx.slice(), total, lo, hi };
 }
 
 // Labels along a horizontal axis, shortened so neighbours never overlap (a label keeps at least 3 characters).
