@@ -31,7 +31,7 @@ from torch import Tensor
 from localbo.policies.acqopt import initial_conditions
 from localbo.policies.gradients import GradientTrace, KernelParams, RankOneTrace
 
-ASCENT_STEPS = 20  # projected gradient steps per point, for all of its candidates at once
+ASCENT_STEPS = 40  # projected gradient steps per point, for all of its candidates at once
 FIRST_STEP = 0.1  # the first step's largest move, as a fraction of the box's widest side
 GROW, SHRINK = 2.0, 0.25  # a candidate's step length after a step that raised r / one that did not
 

@@ -75,7 +75,7 @@ class LocalConfig(PolicyConfig):
     num_restarts: int = Field(default=5, ge=1, le=64, description="Restarts per exploration point")
     raw_samples: int = Field(default=64, ge=1, le=4096, description="Raw samples per exploration point")
     ascent_steps: int = Field(
-        default=20, ge=0, le=1000, description="Projected gradient steps per exploration point (all candidates at once)"
+        default=40, ge=0, le=1000, description="Projected gradient steps per exploration point (all candidates at once)"
     )
     queue: Literal["auto", "cpu", "gpu"] = Field(
         default="auto", description="Worker queue under the celery executor; auto: gpu above LOCALBO_GPU_MIN_SIZE"
