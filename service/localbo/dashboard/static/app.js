@@ -31,4 +31,7 @@ const router = startRouter({
   },
 });
 
-onTokenButton(() => askForToken(root, { status: 401, message: "" }, router.reload));
+onTokenButton(() => {
+  router.leave(); // the page's streams and requests end with the old token
+  askForToken(root, { status: 401, message: "" }, router.reload);
+});

@@ -13,11 +13,17 @@ export function startRouter({ root, crumbs, routes, fallback, onError }) {
   let unmount = null;
   let navigations = 0;
 
-  async function go() {
+  // ends the current view: aborts its requests and streams, runs its unmount
+  function leave() {
     controller?.abort();
+    controller = null;
     const leaving = unmount;
     unmount = null;
     if (leaving) leaving();
+  }
+
+  async function go() {
+    leave();
     const mine = new AbortController();
     controller = mine;
     const hash = window.location.hash || "#/";
@@ -46,5 +52,5 @@ export function startRouter({ root, crumbs, routes, fallback, onError }) {
 
   window.addEventListener("hashchange", go);
   go();
-  return { reload: go };
+  return { reload: go, leave };
 }
