@@ -35,7 +35,15 @@ SOURCES = [
     ("mujoco", RESULTS),
     ("league_gp25", RESULTS / "league_runs"),
     ("league_cmaes", RESULTS / "league_runs"),
+    ("league_turbo", RESULTS / "league_runs"),
+    ("league_botorch25", RESULTS / "league_runs"),
+    # gp100 at the current code (bounded warm refits, batched exploration): these replace the older rows
+    ("d100_default", RESULTS / "d100"),
+    ("d100_gibo", RESULTS / "d100"),
 ]
+# The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
+D100 = RESULTS / "d100"
+D100_EARLY = 280  # where GIBO pulled ahead in the first runs
 TURBO_CONFIG = '{"batch_size": 5}'
 
 
@@ -47,11 +55,18 @@ def command_for(instance: str, method: str) -> tuple[str, str]:
             "MuJoCo runs take 5-30 min each on 2 cores; not run for the new methods yet",
         )
     config = f" --policy-config 'turbo={TURBO_CONFIG}'" if method == "turbo" else ""
-    return (
+    command = (
         f"benchmarks/synthetic.py --objectives {instance} --methods {method} --seeds 5 --evals 500 --jobs 2 "
-        f"--threads 1{config} --out benchmarks/results/league_runs --name league_{instance} --resume",
-        "CPU: 5 seeds x 500 evaluations of a GP policy at d >= 25 take 10 min to hours per method on 2 cores",
+        f"--threads 1{config} --out benchmarks/results/league_runs --name league_{instance} --resume"
     )
+    why = {
+        "gpsampler": "Optuna's GPSampler took 414 s a run at d = 25 and 2,329 s at d = 50 on this machine",
+        "mpd": "MPD took 1,143 s a run at gp25 on this machine (before the bounded refit); not run since",
+        "turbo": "TuRBO took 350-420 s a run at d = 25 on a core of the lent H100 box; its Ackley runs were on the "
+        "discarded symmetric domain and no lent time was left to redo them",
+    }
+    slow = "CPU: 5 seeds x 500 evaluations at d >= 25 take 10 min to hours a method on 2 cores"
+    return command, why.get(method, slow)
 
 
 def load(name: str, folder: Path) -> tuple[list[dict[str, str]], dict[str, Any]]:
@@ -87,7 +102,11 @@ def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
                 last[key] = r
             fallbacks[(r["objective"], r["method"])] += r["source"] == "fallback"
         label = str((folder / name).relative_to(RESULTS)) if folder.is_relative_to(RESULTS) else str(folder / name)
+        replaced: set[tuple[str, str]] = set()
         for (objective, method, seed), r in sorted(last.items()):
+            if (objective, method) not in replaced:  # a later source's runs replace an earlier one's, whole
+                replaced.add((objective, method))
+                table[objective].pop(method, None)
             cell = table[objective].setdefault(
                 method,
                 {
@@ -112,6 +131,46 @@ def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
                 cell["cpu_s"].append(float(run["cpu_s"]))
             cell["fallbacks"] = fallbacks[(objective, method)]
     return table
+
+
+def d100_variants(folder: Path) -> list[dict[str, Any]]:
+    """Per run file and method in ``folder``: the best value at ``D100_EARLY`` evaluations and at the last one."""
+    out = []
+    for csv_path in sorted(folder.glob("*.csv")):
+        rows, summary = load(csv_path.stem, folder)
+        meta = summary.get("meta", {})
+        curves: dict[tuple[str, int], dict[int, float]] = defaultdict(dict)
+        for r in rows:
+            curves[(r["method"], int(r["seed"]))][int(r["eval"])] = float(r["best_so_far"])
+        for method in sorted({m for m, _ in curves}):
+            runs = [c for (m, _), c in sorted(curves.items()) if m == method]
+            early = [c[min(D100_EARLY, max(c))] for c in runs]
+            out.append({
+                "file": csv_path.stem, "method": method, "config": meta.get("policy_configs", {}).get(method, {}),
+                "seeds": len(runs), "evals": min(max(c) for c in runs), "early": mean_se(early),
+                "last": mean_se([c[max(c)] for c in runs]), "commit": meta.get("commit", "?"),
+            })  # fmt: skip
+    return out
+
+
+def d100_markdown(variants: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "## The d = 100 question: one setting at a time",
+        "",
+        f"gp100, noise-free best value (lower is better), mean ± standard error over seeds, after {D100_EARLY}",
+        "evaluations and after the last one; `evals` = the shortest run (runs cut by a lent machine's time limit",
+        "end early). Each row's run file is in `results/d100/`; findings in `league_findings.md`.",
+        "",
+        f"| run file | method | config | seeds | evals | best @ {D100_EARLY} | best @ last | commit |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for v in variants:
+        config = json.dumps(v["config"]) if v["config"] else "defaults"
+        lines.append(
+            f"| {v['file']} | {v['method']} | `{config}` | {v['seeds']} | {v['evals']} | {v['early']} | {v['last']} "
+            f"| {v['commit']} |"
+        )
+    return [*lines, ""]
 
 
 def wins(cells: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -169,6 +228,8 @@ def markdown(table: dict[str, Any], instances: list[str], meta: dict[str, Any]) 
             lines.append("No run yet.")
         lines.append("")
         missing += [(instance, m) for m in METHODS if m not in cells]
+    if meta.get("d100"):
+        lines += d100_markdown(meta["d100"])
     lines += ["## Where the rows come from", ""]
     for label, source in table.get("_sources", {}).items():
         lines += [
@@ -202,6 +263,8 @@ def main() -> None:
     sources = smoke_runs(out) if args.smoke else SOURCES
     instances = ["branin"] if args.smoke else [*SYNTHETIC, *MUJOCO]
     table = league(sources)
+    if not args.smoke:
+        meta["d100"] = d100_variants(D100)
     (out / "league.json").write_text(json.dumps({"meta": meta, "table": table}, indent=1) + "\n")
     text = markdown(table, instances, meta)
     (out / "league.md").write_text(text)

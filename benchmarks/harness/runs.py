@@ -13,13 +13,15 @@ from typing import Any
 
 
 def commit_of(path: Path) -> str:
-    """The short commit of the checkout holding ``path``; outside git (a copy of the tree on a lent machine)
-    ``LOCALBO_COMMIT`` as the copier set it, else "unknown"."""
+    """The short commit of the checkout holding ``path``; ``LOCALBO_COMMIT`` first when set (a copy of the tree on
+    a lent machine may carry a stale ``.git``, or none), else "unknown" outside git."""
+    if os.environ.get("LOCALBO_COMMIT"):
+        return os.environ["LOCALBO_COMMIT"]
     try:
         done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     except OSError:  # no git on that machine
-        return os.environ.get("LOCALBO_COMMIT", "unknown")
-    return done.stdout.strip() or os.environ.get("LOCALBO_COMMIT", "unknown")
+        return "unknown"
+    return done.stdout.strip() or "unknown"
 
 
 def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Path, prefix: str) -> Path:
