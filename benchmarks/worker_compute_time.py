@@ -67,9 +67,9 @@ def main() -> None:
                 )
                 print(row, flush=True)
                 lines.append(row)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+                if args.out:  # row by row: a run stopped by a time limit keeps what it measured
+                    with open(args.out, "w") as f:
+                        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
