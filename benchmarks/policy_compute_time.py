@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from harness.local_data import make_data
 from localbo.policies import get_policy, gp
 from localbo.policies import gibo as gibo_module
 from localbo.policies import la_minucb as la_module
@@ -52,16 +53,6 @@ PARTS = [
     (mpd_module, "mpd_walk", "step"),
     (gibo_module, "gibo_step", "step"),
 ]
-
-
-def make_data(d: int, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """X: n x d along a local run's path, y: n (to minimise)."""
-    g = torch.Generator().manual_seed(seed)
-    x_star = 0.5 + 0.3 * (2 * torch.rand(d, generator=g, dtype=torch.float64) - 1)
-    centre = 0.5 + torch.linspace(0, 1, n, dtype=torch.float64).unsqueeze(-1) * (x_star - 0.5)
-    X = (centre + 0.2 * (2 * torch.rand(n, d, generator=g, dtype=torch.float64) - 1)).clamp(0, 1)
-    y = (X - x_star).pow(2).sum(-1) + 0.1 * torch.sin(6 * X).sum(-1) + 0.01 * torch.randn(n, generator=g).double()
-    return X, y
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ queue) to a worker started beside this script, e.g.
 
     localbo worker --queue gpu --device cuda          # LOCALBO_REDIS_URL=redis://127.0.0.1:6379/0
     python benchmarks/worker_compute_time.py --queue gpu --dims 100 --n 500 2000 --out results.md
+    python benchmarks/worker_compute_time.py --smoke       # beside `localbo worker --queue cpu`: a tiny run
 
 ``round trip`` is the wall time from sending to the points back (the wire both ways included), the median
 of ``--repeats`` sends after one warm-up send at each size (CUDA's start and kernel compilation are not
@@ -36,7 +37,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one suggestion")
     parser.add_argument("--out", help="also write the table to this markdown file")
+    parser.add_argument("--smoke", action="store_true", help="tiny: d = 3, n = 20 and 30, one send, the cpu queue")
     args = parser.parse_args()
+    if args.smoke:
+        args.queue, args.dims, args.n, args.repeats, args.timeout = "cpu", [3], [20, 30], 1, 120.0
 
     settings = Settings()
     app = make_celery(settings)

@@ -97,14 +97,18 @@ def api(make_client):  # noqa: ANN001, ANN201
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def run_benchmark(script: str, *args: str, timeout: float = 240, ok: bool = True) -> subprocess.CompletedProcess:
-    """Run ``benchmarks/<script> args`` in a child process; with ``ok``, fail the test unless it exits 0."""
+def run_benchmark(
+    script: str, *args: str, timeout: float = 240, ok: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``benchmarks/<script> args`` in a child process (``env`` added to this one's); with ``ok``, fail the
+    test unless it exits 0."""
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *args],
         cwd=BENCHMARKS.parent,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env={**os.environ, **env} if env else None,
     )
     if ok:
         tail = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
