@@ -66,16 +66,87 @@ def league() -> str:
     return "\n".join(lines)
 
 
-BLOCKS: dict[str, Callable[[], str]] = {"throughput": throughput, "startup": startup, "league": league}
+def _dashboard() -> tuple[dict, dict[tuple[str, str, int], dict]]:
+    data = json.loads((RESULTS / "dashboard.json").read_text())
+    return data["meta"], {(r["system"], r["backend"], r["trials"]): r for r in data["rows"]}
+
+
+def _s(value: float | str | None) -> str:
+    return f"{value:.1f} s" if isinstance(value, float | int) else "not measured" if value is None else str(value)
+
+
+def dashboard_live() -> str:
+    """The live-update sentence: tell to screen, ours and optuna-dashboard's, from the same run."""
+    meta, rows = _dashboard()
+    ours = [r for (system, _, _), r in rows.items() if system == "localbo" and r.get("live_samples")]
+    peer = [r for (system, _, _), r in rows.items() if system == "optuna-dashboard" and r.get("live_samples")]
+    lo = min(r["live_min_s"] for r in ours)
+    hi = max(r["live_max_s"] for r in ours)
+    line = f"A tell shows on an open page in {lo:.1f} to {hi:.1f} s (`dashboard.md`, {meta['started'][:10]})"
+    if peer:
+        small = min(peer, key=lambda r: r["trials"])
+        parts = [
+            f"{r['trials']:,} trials {_s(r['live_min_s'])} to {_s(r['live_max_s'])}"
+            for r in sorted(peer, key=lambda r: r["trials"])
+        ]
+        line += (
+            f"; optuna-dashboard {meta['versions']['optuna-dashboard']}, polling, in the same run: "
+            f"{', '.join(parts)} ({small['live_samples']} samples each)"
+        )
+    return line + "."
+
+
+def dashboard_big() -> str:
+    """The big-study sentence: first request and time to interactive at the largest size, beside the peer."""
+    meta, rows = _dashboard()
+    n = max(trials for (_, _, trials) in rows)
+    ours = {backend: r for (system, backend, trials), r in rows.items() if system == "localbo" and trials == n}
+    peer = rows.get(("optuna-dashboard", "in-memory", n))
+    names = {"sqlite": "SQLite", "postgres": "Postgres"}
+    order = [b for b in ("sqlite", "postgres") if b in ours]
+    request = " / ".join(f"{ours[b]['series_median_s']:.2f} s" for b in order)
+    page = " / ".join(_s(ours[b]["interactive_median_s"]) for b in order)
+    analysis = " / ".join(_s(ours[b].get("analysis_median_s")) for b in order)
+    line = (
+        f"Measured in `benchmarks/results/dashboard.md` ({meta['started'][:10]}): with {n:,} trials the first data"
+        f" request takes {request} ({' / '.join(names[b] for b in order)}), the page with its slices and parallel"
+        f" coordinates is interactive in headless Chromium in {page}"
+        f" (goal under {meta['goals']['interactive_s']:.0f} s),"
+        f" and importance and the pair surface are drawn {analysis} after navigation"
+    )
+    if peer:
+        line += (
+            f"; optuna-dashboard, in the same run and on an in-memory study, takes {peer['series_median_s']:.1f} s"
+            f" and {_s(peer['interactive_median_s'])}"
+        )
+    return line + "."
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "throughput": throughput,
+    "startup": startup,
+    "league": league,
+    "dashboard-live": dashboard_live,
+    "dashboard-big": dashboard_big,
+}
 
 
 def render(text: str) -> str:
+    """Each block's body rewritten; a block inside a list item keeps its indentation (markers and body)."""
     for name, make in BLOCKS.items():
-        pattern = re.compile(rf"(<!-- figures:{name} -->\n)(?:.*?\n)?(<!-- /figures:{name} -->)", re.S)
+        pattern = re.compile(
+            rf"^([ \t]*)(<!-- figures:{name} -->\n)(?:.*?\n)?[ \t]*(<!-- /figures:{name} -->)", re.S | re.M
+        )
         if not pattern.search(text):
             raise SystemExit(f"README.md has no <!-- figures:{name} --> block")
         body = make()
-        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
+
+        def block(m: re.Match[str], body: str = body) -> str:
+            indent = m.group(1)
+            lines = "\n".join(indent + line if line else line for line in body.split("\n"))
+            return indent + m.group(2) + lines + "\n" + indent + m.group(3)
+
+        text = pattern.sub(block, text)
     return text
 
 
