@@ -56,12 +56,14 @@ def startup() -> str:
 def league() -> str:
     table = json.loads((RESULTS / "league.json").read_text())["table"]
     lines = ["League table (`league.md`; best value after the last evaluation, mean over seeds, lower is better):"]
-    for instance in ("gp25", "gp50", "gp100"):
+    for instance in ("gp25", "gp50", "gp100", "ackley25", "rosenbrock25"):
         cells = table.get(instance)
         if not cells:
             continue
         means = {m: sum(s["best"] for s in c["seeds"].values()) / len(c["seeds"]) for m, c in cells.items()}
-        ranked = ", ".join(f"{m} {v:.2f}" for m, v in sorted(means.items(), key=lambda kv: kv[1]))
+        short = {m: min(s["evals"] for s in c["seeds"].values()) for m, c in cells.items()}
+        cut = {m: f" ({n} evaluations)" if n < max(short.values()) else "" for m, n in short.items()}
+        ranked = ", ".join(f"{m} {v:.3g}{cut[m]}" for m, v in sorted(means.items(), key=lambda kv: kv[1]))
         lines.append(f"{instance}: {ranked}.")
     return "\n".join(lines)
 
