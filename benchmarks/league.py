@@ -37,6 +37,7 @@ SOURCES = [
     ("league_cmaes", RESULTS / "league_runs"),
     ("league_turbo", RESULTS / "league_runs"),
     ("league_botorch25", RESULTS / "league_runs"),
+    ("mujoco", RESULTS / "league_runs" / "mujoco"),  # the new methods on the MuJoCo tasks
     # gp100 at the current code (bounded warm refits, batched exploration): these replace the older rows
     ("d100_default", RESULTS / "d100"),
     ("d100_gibo", RESULTS / "d100"),
@@ -51,7 +52,8 @@ def command_for(instance: str, method: str) -> tuple[str, str]:
     """The command that would make the missing row, and why it was not run this session."""
     if instance in MUJOCO:
         return (
-            f"benchmarks/mujoco_rl.py --envs {instance} --methods {method} --seeds 3 --jobs 2",
+            f"benchmarks/mujoco_rl.py --tasks {instance} --methods {method} --seeds 3 --jobs 2 "
+            "--out benchmarks/results/league_runs/mujoco --resume",
             "MuJoCo runs take 5-30 min each on 2 cores; not run for the new methods yet",
         )
     config = f" --policy-config 'turbo={TURBO_CONFIG}'" if method == "turbo" else ""

@@ -56,7 +56,7 @@ from harness.report import (  # noqa: E402
     start_csv,
 )
 from harness.rl import PARAM_BOUND, TASKS, TEST_EPISODES  # noqa: E402
-from harness.runners import RunResult, RunSpec  # noqa: E402
+from harness.runners import RunResult, RunSpec, known_methods, runner_for  # noqa: E402
 from synthetic import machine, progress, quiet, run_all, versions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,7 +114,8 @@ def spec_for(
     objective: str, method: str, seed: int, evals: int, device: str = "cpu", deadline: float | None = None
 ) -> RunSpec:
     config = settings(base_task(objective), method)
-    return RunSpec(objective, method, "direct", seed, evals, config, device=device, deadline=deadline)
+    runner = runner_for(method, "direct")  # Optuna's samplers run in process beside the policies
+    return RunSpec(objective, method, runner, seed, evals, config, device=device, deadline=deadline)
 
 
 # -- report -----------------------------------------------------------------------------------------
@@ -314,8 +315,6 @@ def main(argv: list[str] | None = None) -> int:
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    from localbo.policies import registry
-
     for task in tasks:
         if base_task(task) not in TASKS:
             parser.error(f"unknown task {task!r}; expected one of {sorted(TASKS)} (or <task>-h<steps>)")
@@ -323,8 +322,8 @@ def main(argv: list[str] | None = None) -> int:
             objective_spec(task)
         except KeyError as exc:
             parser.error(str(exc.args[0]))
-    if bad := [m for m in methods if m not in registry()]:
-        parser.error(f"unknown method(s) {bad}; known: {sorted(registry())}")
+    if bad := [m for m in methods if m not in known_methods()]:  # localbo's policies and Optuna's samplers
+        parser.error(f"unknown method(s) {bad}; known: {sorted(known_methods())}")
     if args.seeds < 1 or (args.evals is not None and args.evals < 1) or args.jobs < 1:
         parser.error("--seeds, --evals and --jobs must be >= 1")
     quiet()
