@@ -133,7 +133,7 @@ def test_importance_shows_the_gp_and_the_forest_with_numbers(server: ServerProce
     page.wait_for_selector("[data-testid=importance-panel][data-bars]:not([data-bars='0'])", timeout=60_000)
     served = httpx.get(f"{server.url}/api/v1/studies/{gp_study}/analysis/importance", timeout=120).json()
     key = page.get_by_test_id("importance-key").inner_text()
-    assert "GP lengthscales" in key and served["gp_method"] in key
+    assert "GP (model-based)" in key and served["gp_method"] in key
     table = page.get_by_test_id("importance")
     rows = table.locator("tbody tr")
     assert rows.count() == 6

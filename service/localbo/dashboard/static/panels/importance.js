@@ -1,14 +1,14 @@
-// Parameter importance as horizontal bars, from GET .../analysis/importance: the fitted GP's
-// lengthscales (short lengthscale: the value moves fast along that parameter) and, as a cross-check,
-// a model-free estimate from a random forest. Both are shown when the server has both, each bar
-// labelled with its number, and the panel says which is which and the server's note.
+// Parameter importance as horizontal bars, from GET .../analysis/importance: the estimate from the GP
+// the server fits (gp_method says how it reads the model) and, as a cross-check, a model-free estimate
+// from a random forest. Both are shown when the server has both, each bar labelled with its number,
+// and the panel says which is which, how each was computed, and the server's note.
 
 import { get } from "../api.js";
 import { fmt } from "../charts.js";
 import { html, render } from "../html.js";
 
 const SERIES = [
-  { key: "gp", method: "gp_method", name: "GP lengthscales", colour: "#0072B2" },
+  { key: "gp", method: "gp_method", name: "GP (model-based)", colour: "#0072B2" },
   { key: "forest", method: "forest_method", name: "random forest (model-free)", colour: "#A63A00" },
 ];
 
@@ -37,8 +37,8 @@ export function drawImportance(root, answer) {
   const bar = (s, v) => {
     const width = Number.isFinite(v) && top > 0 ? Math.max(0.5, (100 * v) / top) : 0;
     return html`<div class="imp-row" style="display:flex;align-items:center;gap:.4rem;min-height:1.1rem">
-      <span aria-hidden="true" style="display:inline-block;height:.8rem;width:${width.toFixed(1)}%;max-width:calc(100% - 4.5rem);background:${s.colour};border-radius:2px"></span>
-      <span class="num" data-series="${s.key}" style="font-variant-numeric:tabular-nums">${fmt(v)}</span></div>`;
+      <span aria-hidden="true" style="display:inline-block;height:.8rem;width:${width.toFixed(1)}%;max-width:calc(100% - 5rem);background:${s.colour};border-radius:2px"></span>
+      <span class="num" data-series="${s.key}" title="${s.name}" style="font-variant-numeric:tabular-nums">${fmt(v)}</span></div>`;
   };
   const keys = shown.map(
     (s) =>
@@ -50,11 +50,11 @@ export function drawImportance(root, answer) {
     root,
     html`<ul class="imp-key" style="list-style:none;padding:0;margin:0 0 .5rem" data-testid="importance-key">${keys}${missing}</ul>
       <table class="imp" data-testid="importance" style="width:100%;border-collapse:collapse">
-        <thead><tr><th scope="col" style="text-align:left;width:9rem">parameter</th>${shown.map((s) => html`<th scope="col" style="text-align:left">${s.name}</th>`)}</tr></thead>
+        <thead><tr><th scope="col" style="text-align:left;width:7rem">parameter</th><th scope="col" style="text-align:left">${shown.map((s) => s.name).join(" · ")}</th></tr></thead>
         <tbody>${order.map(
-          (j) => html`<tr><th scope="row" style="text-align:left;font-weight:500;padding-right:.6rem;overflow-wrap:anywhere">${names[j]}</th>${shown.map(
-            (s) => html`<td style="padding:.1rem 0">${bar(s, answer[s.key][j])}</td>`,
-          )}</tr>`,
+          (j) => html`<tr style="border-top:1px solid #eee"><th scope="row" style="text-align:left;font-weight:500;padding-right:.6rem;overflow-wrap:anywhere;vertical-align:middle">${names[j]}</th><td style="padding:.2rem 0">${shown.map((s) =>
+            bar(s, answer[s.key][j]),
+          )}</td></tr>`,
         )}</tbody>
       </table>
       <p class="dim" data-testid="importance-note" style="margin:.5rem 0 0">${answer.n_complete} completed trials.${answer.note ? html` ${answer.note}` : ""}</p>`,

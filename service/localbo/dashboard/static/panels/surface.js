@@ -139,7 +139,7 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
   const jy = names.indexOf(y);
   const ax = paramAxis(specs[jx]);
   const ay = paramAxis(specs[jy]);
-  const legendW = 96;
+  const legendW = w < 500 ? 76 : 96;
   const box = { l: 62, r: w - legendW - 14, t: 12, b: h - 46 };
   const pad = 0.03;
   const sx = (p) => box.l + (pad + p * (1 - 2 * pad)) * (box.r - box.l);
@@ -324,20 +324,31 @@ export function mount(el, study) {
   };
   let view = null;
   let version;
+  let asked = 0;
+  let later = 0;
+  // after a refit the server is asked again, at most once per 5 s (a busy study refits on every tell)
+  const refresh = () => {
+    later = 0;
+    asked = performance.now();
+    view.refresh();
+  };
   return {
     render() {
       if (!view) {
         view = mountSurface(box, { names: study.names, specs: study.specs, data: study.data, direction: study.direction, fetchSurface });
         version = study.policy?.policy_state_version;
+        asked = performance.now();
         return;
       }
+      view.update(study.data);
       const now = study.policy?.policy_state_version;
       if (now !== undefined && now !== version) {
         version = now;
-        view.refresh();
-      } else view.update(study.data);
+        if (!later) later = setTimeout(refresh, Math.max(0, asked + 5000 - performance.now()));
+      }
     },
     unmount() {
+      clearTimeout(later);
       view?.destroy();
     },
   };
