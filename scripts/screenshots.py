@@ -1,8 +1,12 @@
 """Screenshots of the dashboard for the README: the studies list and a real ``minucb`` run.
 
 Starts a server on a fresh SQLite file, runs MinUCB on a d = 5 quadratic through the client
-(``--trials``, 60 by default), adds a Sobol study with a failure and a running trial, and writes
-``docs/dashboard-studies.png`` and ``docs/dashboard-study.png`` with headless Chromium.
+(``--trials``, 60 by default), adds a Sobol study with a failure and a running trial, and writes with
+headless Chromium, on a desktop (1400 px wide): ``docs/dashboard-studies.png`` (the list),
+``docs/dashboard-study.png`` (the study page down to its analysis panels) and
+``docs/dashboard-analysis.png`` (importance, the pair surface, slices, parallel coordinates); on a
+phone (390 x 844 CSS px, at 2x): ``docs/dashboard-phone.png`` (the study page's first two screens) and
+``docs/dashboard-phone-analysis.png`` (two screens from its analysis panels down).
 
     .venv/bin/python scripts/screenshots.py [--trials 60] [--out docs]
 """
@@ -13,6 +17,7 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from localbo.dashboard import chromium
 
@@ -49,6 +54,25 @@ def populate(url: str, trials: int) -> None:
         sobol.ask()  # left running
 
 
+SHOTS = (
+    "dashboard-studies.png",
+    "dashboard-study.png",
+    "dashboard-analysis.png",
+    "dashboard-phone.png",
+    "dashboard-phone-analysis.png",
+)
+# the analysis panels have drawn the server's answers (importance, the pair surface)
+ANALYSIS_DRAWN = """() => document.querySelector('[data-testid=importance-panel]')?.dataset.bars !== undefined
+  && ['contour', 'unavailable'].includes(document.querySelector('[data-testid=surface-panel]')?.dataset.state)"""
+
+
+def open_study(page: Any, url: str) -> None:
+    page.goto(f"{url}/dashboard/#/study/quadratic-5d")
+    page.wait_for_selector("body[data-ready='1'][data-view='study']")
+    page.wait_for_function(ANALYSIS_DRAWN, timeout=120_000)
+    page.wait_for_timeout(500)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=60)
@@ -68,16 +92,27 @@ def main() -> None:
                 page.wait_for_selector("body[data-ready='1'][data-view='list']")
                 top = {"x": 0, "y": 0, "width": 1400, "height": 260}  # the table, not the empty page below
                 page.screenshot(path=str(args.out / "dashboard-studies.png"), clip=top)
-                page.goto(f"{server.url}/dashboard/#/study/quadratic-5d")
-                page.wait_for_selector("body[data-ready='1'][data-view='study']")
-                page.wait_for_timeout(500)
-                # the charts, the policy panel and the head of the trials table
-                clip = {"x": 0, "y": 0, "width": 1400, "height": 1750}
+                open_study(page, server.url)
+                # the liveness row, the charts and the policy panel, down to the analysis panels
+                top = page.locator("#analysis").bounding_box()["y"]
+                clip = {"x": 0, "y": 0, "width": 1400, "height": top}
                 page.screenshot(path=str(args.out / "dashboard-study.png"), full_page=True, clip=clip)
+                page.locator("#analysis").screenshot(path=str(args.out / "dashboard-analysis.png"))
+                phone = browser.new_context(
+                    viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+                ).new_page()
+                phone.on("pageerror", lambda e: print("page error (phone):", e))
+                open_study(phone, server.url)
+                two_screens = {"x": 0, "y": 0, "width": 390, "height": 2 * 844}
+                phone.screenshot(path=str(args.out / "dashboard-phone.png"), full_page=True, clip=two_screens)
+                top = phone.locator("#analysis").bounding_box()["y"] + phone.evaluate("window.scrollY")
+                analysis = {"x": 0, "y": top, "width": 390, "height": 2 * 844}
+                phone.screenshot(path=str(args.out / "dashboard-phone-analysis.png"), full_page=True, clip=analysis)
                 browser.close()
         finally:
             server.stop()
-    print(f"wrote {args.out / 'dashboard-studies.png'} and {args.out / 'dashboard-study.png'}")
+    for name in SHOTS:
+        print(f"wrote {args.out / name}")
 
 
 if __name__ == "__main__":
