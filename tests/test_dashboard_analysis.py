@@ -165,6 +165,12 @@ def test_the_surface_draws_the_gp_mean_and_says_why_when_there_is_none(
     assert canvas.get_attribute("data-contour") == "1" and int(canvas.get_attribute("data-levels")) > 0
     assert page.evaluate(PAINTED, canvas.element_handle()) > 100_000  # the shaded mean fills the plot
     assert "posterior mean" in panel.get_by_test_id("surface-note").inner_text()
+    # by default the pair is the two most important parameters by the GP (in the study's order)
+    served = httpx.get(f"{server.url}/api/v1/studies/{gp_study}/analysis/importance", timeout=120).json()
+    top = sorted(sorted(SIX, key=lambda n: -served["gp"][served["parameters"].index(n)])[:2], key=list(SIX).index)
+    pair = "[...document.querySelectorAll('[data-testid=surface-panel] select')].map((s) => s.value).join()"
+    page.wait_for_function(f"{pair} === '{','.join(top)}'", timeout=60_000)
+    page.wait_for_selector("[data-testid=surface-panel][data-state=contour]", timeout=60_000)
     # another pair: the server is asked again and the chart follows
     panel.locator("select[data-axis=y]").select_option("x3")
     page.wait_for_selector("[data-testid=surface-panel][data-state=contour]", timeout=60_000)

@@ -88,8 +88,9 @@ export function mount(el, study) {
     } finally {
       inFlight = false;
     }
-    study.importance = answer;
+    study.importance = answer; // the surface panel's default pair reads it
     drawImportance(box, answer);
+    study.rerender();
   }
   ask();
   return {

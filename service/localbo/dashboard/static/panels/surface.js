@@ -38,6 +38,7 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
       if (select.value === state[other]) state[other] = state[select.dataset.axis]; // a swap, never a pair of one
       state[select.dataset.axis] = select.value;
       root.querySelector(`select[data-axis=${other}]`).value = state[other];
+      state.chosen = true; // the viewer's pair: never replaced by the default
       refresh();
     });
   }
@@ -75,6 +76,15 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
 
   refresh();
   return {
+    // shows another pair (the page's default: the two most important parameters), unless the viewer chose one
+    choose(x, y) {
+      if (state.chosen || x === y || !names.includes(x) || !names.includes(y) || (x === state.x && y === state.y)) return;
+      state.x = x;
+      state.y = y;
+      root.querySelector("select[data-axis=x]").value = x;
+      root.querySelector("select[data-axis=y]").value = y;
+      refresh();
+    },
     update(next) {
       state.data = next;
       draw();
@@ -307,8 +317,19 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
   return { drawn: idx.length, contour };
 }
 
+// the two most important parameters by the importance panel's answer (the GP's, else the forest's), in
+// the study's order, or null
+function mostImportant(answer) {
+  const scores = answer?.gp ?? answer?.forest;
+  const names = answer?.parameters;
+  if (!Array.isArray(scores) || !Array.isArray(names) || names.length < 2 || scores.length !== names.length) return null;
+  const order = names.map((_, j) => j).sort((a, b) => scores[b] - scores[a]);
+  return order.slice(0, 2).sort((a, b) => a - b).map((j) => names[j]);
+}
+
 // The study page's panel (views/study.js): asks the server for the pair's surface on mount, when the
-// pair changes and when the policy's state changes (a refit).
+// pair changes and when the policy's state changes (a refit). Once the importance panel has its answer
+// (study.importance), the pair becomes the two most important parameters, unless the viewer chose one.
 export function mount(el, study) {
   render(
     el,
@@ -326,6 +347,7 @@ export function mount(el, study) {
   let version;
   let asked = 0;
   let later = 0;
+  let pairDefaulted = false;
   // after a refit the server is asked again, at most once per 5 s (a busy study refits on every tell)
   const refresh = () => {
     later = 0;
@@ -341,6 +363,11 @@ export function mount(el, study) {
         return;
       }
       view.update(study.data);
+      const top = mostImportant(study.importance);
+      if (top && !pairDefaulted) {
+        pairDefaulted = true;
+        view.choose(...top);
+      }
       const now = study.policy?.policy_state_version;
       if (now !== undefined && now !== version) {
         version = now;
