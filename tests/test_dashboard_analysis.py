@@ -160,17 +160,17 @@ def test_the_surface_draws_the_gp_mean_and_says_why_when_there_is_none(
 ) -> None:
     open_study(page, server, gp_study)
     panel = page.get_by_test_id("surface-panel")
-    page.wait_for_selector("[data-testid=surface-panel][data-state=contour]", timeout=60_000)
-    canvas = page.get_by_test_id("surface")
-    assert canvas.get_attribute("data-contour") == "1" and int(canvas.get_attribute("data-levels")) > 0
-    assert page.evaluate(PAINTED, canvas.element_handle()) > 100_000  # the shaded mean fills the plot
-    assert "posterior mean" in panel.get_by_test_id("surface-note").inner_text()
     # by default the pair is the two most important parameters by the GP (in the study's order)
     served = httpx.get(f"{server.url}/api/v1/studies/{gp_study}/analysis/importance", timeout=120).json()
     top = sorted(sorted(SIX, key=lambda n: -served["gp"][served["parameters"].index(n)])[:2], key=list(SIX).index)
     pair = "[...document.querySelectorAll('[data-testid=surface-panel] select')].map((s) => s.value).join()"
     page.wait_for_function(f"{pair} === '{','.join(top)}'", timeout=60_000)
     page.wait_for_selector("[data-testid=surface-panel][data-state=contour]", timeout=60_000)
+    canvas = page.get_by_test_id("surface")
+    assert canvas.get_attribute("data-contour") == "1" and int(canvas.get_attribute("data-levels")) > 0
+    assert page.evaluate(PAINTED, canvas.element_handle()) > 100_000  # the shaded mean fills the plot
+    assert "posterior mean" in panel.get_by_test_id("surface-note").inner_text()
+    assert top[0] in canvas.get_attribute("aria-label") and top[1] in canvas.get_attribute("aria-label")
     # another pair: the server is asked again and the chart follows
     panel.locator("select[data-axis=y]").select_option("x3")
     page.wait_for_selector("[data-testid=surface-panel][data-state=contour]", timeout=60_000)
@@ -233,6 +233,21 @@ def test_brushing_an_axis_filters_the_table_and_highlights_the_history(server: S
     page.get_by_test_id("brush-clear").click()
     page.wait_for_function("document.querySelectorAll('[data-testid=trials] tbody tr').length === 30", timeout=10_000)
     assert page.get_by_test_id("brush").is_hidden()
+
+    # the same by keyboard: an axis and a range in user units, typed into the form under the chart
+    form = page.get_by_test_id("brush-form")
+    form.get_by_label("axis").select_option("x1")
+    form.get_by_label("from").fill("-0.5")
+    form.get_by_label("to").fill("0.5")
+    form.get_by_label("to").press("Enter")
+    inside = [t["number"] for t in trials if -0.5 <= t["params"]["x1"] <= 0.5]
+    rows = f"document.querySelectorAll('[data-testid=trials] tbody tr').length === {len(inside)}"
+    page.wait_for_function(rows, timeout=10_000)
+    assert sorted(int(r) for r in table.locator("td:first-child").all_inner_texts()) == inside
+    assert "x1 in -0.5 – 0.5" in summary.inner_text()
+    form.get_by_label("from").fill("low")
+    form.get_by_label("to").press("Enter")
+    assert "numbers" in page.get_by_test_id("brush-form-note").inner_text()
 
 
 def test_axes_are_in_user_units_log_and_choices(server: ServerProcess, page: Any) -> None:

@@ -63,7 +63,7 @@ export function createParallel(canvas, { onBrush = () => {} } = {}) {
           const picked = a.ticks.filter((t) => t.pos >= lo - 1e-9 && t.pos <= hi + 1e-9).map((t) => t.label);
           return `${names[k]} in {${picked.join(", ")}}`;
         }
-        const [vlo, vhi] = [a.value(lo), a.value(hi)];
+        const [vlo, vhi] = [a.fromPos(lo), a.fromPos(hi)]; // a position back to user units
         return `${names[k]} in ${fmt(vlo)} – ${fmt(vhi)}`;
       })
       .join(", ");
@@ -309,7 +309,15 @@ export function mount(el, study) {
       <span class="dim">coloured by value (darkest best); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span></span></div>
     <p class="brush-line" data-testid="brush" hidden><span data-testid="brush-summary"></span> <button type="button" data-testid="brush-clear">clear the selection</button></p>
     <p class="empty" data-testid="parallel-empty" hidden>No completed trials yet.</p>
-    <canvas id="parallel" class="chart tall" role="img" aria-labelledby="parallel-title" style="touch-action:pan-x"></canvas>`,
+    <canvas id="parallel" class="chart tall" role="img" aria-labelledby="parallel-title" style="touch-action:pan-x"></canvas>
+    <form data-testid="brush-form" class="brush-form" style="display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:baseline;margin-top:.4rem">
+      <span class="dim">or by numbers:</span>
+      <label>axis <select name="axis">${[...study.names.slice(0, 24), "value"].map((n) => html`<option>${n}</option>`)}</select></label>
+      <label>from <input name="lo" size="9" autocomplete="off"></label>
+      <label>to <input name="hi" size="9" autocomplete="off"></label>
+      <button type="submit">select</button>
+      <span class="dim" data-testid="brush-form-note" aria-live="polite"></span>
+    </form>`,
   );
   const canvas = el.querySelector("canvas");
   const line = el.querySelector("[data-testid=brush]");
@@ -320,6 +328,29 @@ export function mount(el, study) {
     },
   });
   el.querySelector("[data-testid=brush-clear]").addEventListener("click", () => chart.clear());
+  // the same selection by keyboard: an axis and a range in user units (a categorical's choices by name)
+  const form = el.querySelector("[data-testid=brush-form]");
+  const formNote = el.querySelector("[data-testid=brush-form-note]");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = form.elements.axis.value;
+    const spec = name === "value" ? null : study.specs[study.names.indexOf(name)];
+    const read = (text) => {
+      text = text.trim();
+      if (spec?.type === "categorical") {
+        const k = spec.choices.map(String).indexOf(text);
+        return k < 0 ? NaN : spec.choices.length > 1 ? k / (spec.choices.length - 1) : 0.5;
+      }
+      return text === "" ? NaN : Number(text);
+    };
+    const [lo, hi] = [read(form.elements.lo.value), read(form.elements.hi.value)];
+    if (!Number.isFinite(lo) || !Number.isFinite(hi) || (spec?.log && (lo <= 0 || hi <= 0))) {
+      formNote.textContent = spec?.type === "categorical" ? `from and to: choices of ${name} (${spec.choices.join(", ")})` : `from and to: numbers${spec?.log ? " above 0" : ""}`;
+      return;
+    }
+    formNote.textContent = "";
+    chart.brush(name, lo, hi);
+  });
   canvas.parallel = chart; // for tests and the console: canvas.parallel.brush("x0", 0, 1)
   return {
     render() {

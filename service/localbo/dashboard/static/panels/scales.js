@@ -102,17 +102,17 @@ export function paramAxis(spec) {
     const value = (u) => low + Math.min(Math.floor(Math.min(Math.max(u, 0), 1) * n), n - 1);
     const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
     const ticks = niceTicks(low, high, 5).filter(Number.isInteger).map((t) => ({ pos: at(t), label: tickLabel(t) }));
-    return { kind: "int", pos: (u) => at(value(u)), value, ticks, log: false, at };
+    return { kind: "int", pos: (u) => at(value(u)), value, ticks, log: false, at, fromPos: (p) => low + p * (high - low) };
   }
   if (spec.log) {
     const [a, b] = [Math.log(low), Math.log(high)];
     const at = (v) => (Math.log(v) - a) / (b - a);
     const value = (u) => Math.exp(a + Math.min(Math.max(u, 0), 1) * (b - a));
-    return { kind: "log", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: logTicks(low, high).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: true, at };
+    return { kind: "log", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: logTicks(low, high).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: true, at, fromPos: value };
   }
   const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
   const value = (u) => low + Math.min(Math.max(u, 0), 1) * (high - low);
-  return { kind: "float", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: niceTicks(low, high, 5).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: false, at };
+  return { kind: "float", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: niceTicks(low, high, 5).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: false, at, fromPos: value };
 }
 
 // The value axis over [lo, hi]: ticks [{pos, label}], pos in 0..1 from lo to hi.
