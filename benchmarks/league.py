@@ -37,6 +37,7 @@ SOURCES = [
     ("league_cmaes", RESULTS / "league_runs"),
     ("league_turbo", RESULTS / "league_runs"),
     ("league_botorch25", RESULTS / "league_runs"),
+    ("league_turbo25", RESULTS / "league_runs"),
     ("mujoco", RESULTS / "league_runs" / "mujoco"),  # the new methods on the MuJoCo tasks
     # gp100 at the current code (bounded warm refits, batched exploration): these replace the older rows
     ("d100_default", RESULTS / "d100"),
