@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness.processes import ServerProcess
@@ -148,3 +149,17 @@ def redis_env() -> dict[str, str]:
         "LOCALBO_REDIS_URL": f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}",
         "LOCALBO_CELERY_QUEUE_PREFIX": f"test-{uuid.uuid4().hex[:8]}-",
     }
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright, one per test module (the dashboard's browser tests)."""
+    from localbo.dashboard import chromium
+    from playwright import sync_api as playwright_api
+
+    if not Path(chromium.EXECUTABLE).exists():
+        pytest.fail(f"{chromium.EXECUTABLE} is missing: apt-get install -y chromium (see .ci/run)")
+    with playwright_api.sync_playwright() as p:
+        browser = chromium.launch(p)
+        yield browser
+        browser.close()

@@ -91,14 +91,20 @@ def test_lost_answers_to_ask_and_tell_are_retried_without_storing_twice(live_ser
     )
     with Client(live_server.url) as client:
         info = client.get_study(name).refresh()
-        assert info["summary"].pop("last_activity")  # when the trial was last touched
-        assert info["summary"] == {
+        summary = info["summary"]
+        assert summary.pop("last_activity") and summary.pop("last_result_at")  # when the trial was touched, told
+        assert summary == {
             "n_trials": 1,
             "n_running": 0,
             "n_complete": 1,
             "n_failed": 0,
             "n_stale": 0,
             "best_value": 0.25,
+            "trials_since_improvement": 0,
+            "results_per_hour": 1,
+            "candidates_remaining": None,
+            "n_fallback": 0,
+            "last_fallback_at": None,
         }
 
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from conftest import unique
 from harness.processes import ServerProcess
-from localbo.dashboard import chromium
-from playwright import sync_api as playwright_api
 
 pytestmark = pytest.mark.live
 
@@ -47,16 +44,6 @@ POINT_RGB = [0, 114, 178]  # the history chart's points
 
 def six_value(p: dict[str, float]) -> float:
     return (math.log10(p["lr"]) + 2.5) ** 2 + p["x1"] ** 2 + 0.3 * p["x2"] + 0.01 * p["x3"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(chromium.EXECUTABLE).exists():
-        pytest.fail(f"{chromium.EXECUTABLE} is missing: apt-get install -y chromium (see .ci/run)")
-    with playwright_api.sync_playwright() as p:
-        browser = chromium.launch(p)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

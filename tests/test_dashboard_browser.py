@@ -11,8 +11,6 @@ import httpx
 import pytest
 from conftest import unique
 from harness.processes import ServerProcess
-from localbo.dashboard import chromium
-from playwright import sync_api as playwright_api
 
 pytestmark = pytest.mark.live
 
@@ -25,16 +23,6 @@ PAINTED = """(id) => {
   for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
   return n;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(chromium.EXECUTABLE).exists():
-        pytest.fail(f"{chromium.EXECUTABLE} is missing: apt-get install -y chromium (see .ci/run)")
-    with playwright_api.sync_playwright() as p:
-        browser = chromium.launch(p)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

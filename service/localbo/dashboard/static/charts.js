@@ -1,9 +1,10 @@
-// Canvas charts: values by trial, the iterate path, parallel coordinates. No library: each chart
-// draws tens of thousands of marks in a few milliseconds by batching them into a few paths.
+// Canvas charts: values by trial and the iterate path, and the canvas helpers the panels share. No library:
+// each chart draws tens of thousands of marks in a few milliseconds by batching them into a few paths.
 
 // Okabe-Ito hues (distinguishable with the common colour-vision deficiencies), darkened where needed so
 // every mark has a contrast of at least 3:1 on white (WCAG 1.4.11): Okabe-Ito's orange is 2.25:1, its
-// yellow 1.32:1, viridis' yellow 1.26:1. Ratios: tests/test_dashboard_v2.py checks them.
+// yellow 1.32:1, viridis' yellow 1.26:1 (the value scale is panels/scales.js'). Ratios: tests/test_dashboard_v2.py
+// checks them.
 export const COLORS = {
   point: "rgba(0, 114, 178, 0.8)",
   best: "#000000",
@@ -14,15 +15,6 @@ export const COLORS = {
   lines: ["#0072B2", "#A65F00", "#117733", "#AA3377", "#C03A00", "#332288", "#000000", "#666600"],
 };
 
-// Viridis from its darkest stop to its teal (#1f9e89, 3.3:1 on white): the greens and yellows past it are
-// under 3:1 on white. Best values get the light end.
-const VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89"];
-
-export function viridis(t) {
-  const i = Math.max(0, Math.min(VIRIDIS.length - 1, Math.round(t * (VIRIDIS.length - 1))));
-  return VIRIDIS[i];
-}
-
 export const fmt = (v) => {
   if (v === null || v === undefined || !Number.isFinite(v)) return "–";
   const a = Math.abs(v);
@@ -30,11 +22,12 @@ export const fmt = (v) => {
   return Number(v.toPrecision(5)).toString();
 };
 
-// A canvas sized to its box at the device's pixel ratio; returns the 2-D context in CSS pixels.
-function prepare(canvas) {
+// A canvas sized to its box at the device's pixel ratio (the fallback size while it has none); returns the
+// 2-D context in CSS pixels.
+export function prepare(canvas, fallbackW = 600, fallbackH = 260) {
   const ratio = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || 600;
-  const h = canvas.clientHeight || 260;
+  const w = canvas.clientWidth || fallbackW;
+  const h = canvas.clientHeight || fallbackH;
   if (canvas.width !== Math.round(w * ratio) || canvas.height !== Math.round(h * ratio)) {
     canvas.width = Math.round(w * ratio);
     canvas.height = Math.round(h * ratio);
@@ -60,13 +53,13 @@ export function fit(ctx, text, maxWidth) {
   return lo ? `${text.slice(0, lo)}…` : "";
 }
 
-function niceTicks(lo, hi, count = 5) {
+export function niceTicks(lo, hi, count = 5) {
   if (!(hi > lo)) return [lo];
   const step0 = (hi - lo) / count;
   const mag = 10 ** Math.floor(Math.log10(step0));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
   const ticks = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
+  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
   return ticks;
 }
 
@@ -268,114 +261,4 @@ export function drawPath(canvas, path, names, limit = 8) {
     ctx.fillText(`${shown.length} of ${d} (moved most)`, box.r + 6, box.t + 8 + shown.length * 18);
   }
   return path.length * shown.length;
-}
-
-// Parallel coordinates: one polyline per completed trial through its parameters (unit cube) and its
-// value, coloured by value (viridis, best bright, drawn last); the policy's centre as a thick dashed line
-// and its box ({lower, upper}, a null bound: no band on that axis) as a grey band per axis.
-export function drawParallel(canvas, data, names, { direction = "minimize", centre = null, box: band = null, axisLabels = [], maxLines = 4000 } = {}) {
-  const { ctx, w, h } = prepare(canvas);
-  const box = { l: 30, r: w - 70, t: 26, b: h - 26 };
-  const shown = names.slice(0, 24);
-  const axes = shown.length + 1;
-  const ax = (k) => box.l + (k / (axes - 1)) * (box.r - box.l);
-  const sy = (u) => box.b - u * (box.b - box.t);
-  const idx = [];
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (let i = 0; i < data.value.length; i++) {
-    const v = data.value[i];
-    if (v === null || data.state[i] !== "complete" || !data.x[i]) continue;
-    idx.push(i);
-  }
-  // colour by rank: robust to outliers, and equal steps of colour are equal shares of trials
-  const sign = direction === "minimize" ? 1 : -1;
-  idx.sort((a, b) => sign * (data.value[b] - data.value[a])); // worst first, best drawn on top
-  for (const i of idx) {
-    lo = Math.min(lo, data.value[i]);
-    hi = Math.max(hi, data.value[i]);
-  }
-  // Past maxLines, lines stop adding information but cost seconds to rasterise: draw the best
-  // quarter of maxLines and an even sample of the rest (ranks stay in order, so colours do too).
-  const total = idx.length;
-  if (total > maxLines) {
-    const best = Math.floor(maxLines / 4);
-    const rest = total - best;
-    const step = rest / (maxLines - best);
-    const sample = [];
-    for (let k = 0; k < maxLines - best; k++) sample.push(idx[Math.floor(k * step)]);
-    idx.splice(0, rest, ...sample);
-  }
-  const vu = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5);
-  if (band) {
-    ctx.fillStyle = "rgba(0, 0, 0, 0.12)";
-    shown.forEach((_, k) => {
-      const [a, b] = [band.lower[k], band.upper[k]];
-      if (Number.isFinite(a) && Number.isFinite(b)) ctx.fillRect(ax(k) - 7, sy(Math.max(a, b)), 14, Math.abs(sy(a) - sy(b)));
-    });
-  }
-  const buckets = 24;
-  const alpha = idx.length > 2000 ? 0.3 : idx.length > 500 ? 0.5 : 0.7;
-  ctx.globalAlpha = alpha;
-  ctx.lineWidth = 1;
-  for (let b = 0; b < buckets; b++) {
-    const from = Math.floor((b * idx.length) / buckets);
-    const to = Math.floor(((b + 1) * idx.length) / buckets);
-    if (to <= from) continue;
-    ctx.strokeStyle = viridis(b / (buckets - 1));
-    ctx.globalAlpha = b >= buckets - 3 ? 1 : alpha; // the best lines opaque: their colour keeps 3:1
-    ctx.beginPath();
-    for (let r = from; r < to; r++) {
-      const i = idx[r];
-      const x = data.x[i];
-      ctx.moveTo(ax(0), sy(x[0]));
-      for (let k = 1; k < shown.length; k++) ctx.lineTo(ax(k), sy(x[k]));
-      ctx.lineTo(ax(shown.length), sy(vu(data.value[i])));
-    }
-    ctx.stroke();
-  }
-  ctx.globalAlpha = 1;
-  if (centre) {
-    ctx.strokeStyle = "#000";
-    ctx.lineWidth = 3;
-    ctx.setLineDash([8, 4]);
-    ctx.beginPath();
-    shown.forEach((_, k) => (k ? ctx.lineTo(ax(k), sy(centre[k])) : ctx.moveTo(ax(k), sy(centre[k]))));
-    ctx.stroke();
-    ctx.setLineDash([]);
-  }
-  ctx.strokeStyle = COLORS.axis;
-  ctx.fillStyle = "#222";
-  ctx.lineWidth = 1;
-  ctx.textAlign = "center";
-  for (let k = 0; k < axes; k++) {
-    const x = Math.round(ax(k)) + 0.5;
-    ctx.beginPath();
-    ctx.moveTo(x, box.t);
-    ctx.lineTo(x, box.b);
-    ctx.stroke();
-    const label = k < shown.length ? shown[k] : "value";
-    const [low, high] = k < shown.length ? axisLabels[k] || ["", ""] : [fmt(lo), fmt(hi)];
-    const room = (box.r - box.l) / Math.max(axes - 1, 1) - 4;
-    ctx.textBaseline = "bottom";
-    ctx.fillText(fit(ctx, label, room), x, box.t - 12);
-    ctx.fillStyle = COLORS.axis;
-    ctx.fillText(fit(ctx, high, room), x, box.t - 1);
-    ctx.textBaseline = "top";
-    ctx.fillText(fit(ctx, low, room), x, box.b + 2);
-    ctx.fillStyle = "#222";
-  }
-  // colour key
-  const kx = box.r + 40;
-  for (let b = 0; b < buckets; b++) {
-    ctx.fillStyle = viridis(b / (buckets - 1));
-    ctx.fillRect(kx, sy((b + 1) / buckets), 12, (box.b - box.t) / buckets + 1);
-  }
-  ctx.fillStyle = COLORS.axis;
-  ctx.textAlign = "left";
-  ctx.textBaseline = "bottom";
-  ctx.fillText("best", kx - 4, box.t - 1);
-  ctx.textBaseline = "top";
-  ctx.fillText("worst", kx - 6, box.b + 2);
-  return { drawn: idx.length, total };
 }

@@ -1,7 +1,9 @@
 // Shared by the analysis panels: a parameter's axis in user units (ticks, log, choices), a value colour
 // scale that stays readable on white, canvas set-up, and the trials a chart draws when there are many.
 
-import { fmt } from "../charts.js";
+import { fmt, niceTicks, prepare } from "../charts.js";
+
+export { niceTicks, prepare }; // the panels import their canvas helpers from here
 
 // Plasma from its dark end up to 0.6 of its range: its light yellow end is cut, so every colour has a
 // contrast of at least 3.3:1 on white (WCAG's 3:1 for graphics). Index 0 is the best value.
@@ -25,22 +27,6 @@ export function valueColourSmooth(t) {
 
 export const INK = { text: "#222222", axis: "#555555", grid: "#e6e6e6", failed: "#C03A00", centre: "#000000", point: "#0072B2" };
 
-// A canvas sized to its box at the device's pixel ratio; the 2-D context in CSS pixels.
-export function prepare(canvas, fallbackW = 300, fallbackH = 200) {
-  const ratio = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || fallbackW;
-  const h = canvas.clientHeight || fallbackH;
-  if (canvas.width !== Math.round(w * ratio) || canvas.height !== Math.round(h * ratio)) {
-    canvas.width = Math.round(w * ratio);
-    canvas.height = Math.round(h * ratio);
-  }
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-  ctx.clearRect(0, 0, w, h);
-  ctx.font = "12px system-ui, sans-serif";
-  return { ctx, w, h };
-}
-
 // a tick's label: short ("1e-4", "0.001", "2.5", "1e+5"), never a string of zeros
 export function tickLabel(t) {
   if (t === 0) return "0";
@@ -54,16 +40,6 @@ export function tickLabel(t) {
 export function tint(hex, white) {
   const c = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16));
   return `rgb(${c.map((v) => Math.round(v + (255 - v) * white)).join(",")})`;
-}
-
-export function niceTicks(lo, hi, count = 5) {
-  if (!(hi > lo)) return [lo];
-  const step0 = (hi - lo) / count;
-  const mag = 10 ** Math.floor(Math.log10(step0));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
-  const ticks = [];
-  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
-  return ticks;
 }
 
 // Ticks of a log axis over [lo, hi] (lo > 0): decades, with 2 and 5 between them when the range is short.
