@@ -8,6 +8,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,15 @@ def browser() -> Iterator[Any]:
         browser = chromium.launch(p)
         yield browser
         browser.close()
+
+
+@contextmanager
+def checked_page(browser: Any, width: int = 1366, height: int = 768) -> Iterator[Any]:
+    """A fresh page in its own browser context; any script error on it fails the test."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, errors

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import unique
+from conftest import checked_page, unique
 from harness.processes import ServerProcess
 
 pytestmark = pytest.mark.live
@@ -35,13 +35,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh page; any script error on it fails the test."""
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, errors
+    with checked_page(browser, height=768) as page:
+        yield page
 
 
 class Api:
