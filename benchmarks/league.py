@@ -49,13 +49,21 @@ D100_EARLY = 280  # where GIBO pulled ahead in the first runs
 TURBO_CONFIG = '{"batch_size": 5}'
 
 
+MUJOCO_WHY = {
+    "turbo": "TuRBO on Hopper slowed to ~3 s an episode some 700 episodes into each run (its GP on all of the "
+    "region's data at d = 33): hours on 2 cores; stopped",
+    "gpsampler": "Optuna's GPSampler took 414 s a run of 500 at d = 25 here; 1,000 episodes at d = 33: hours",
+    "mpd": "MPD took 1,143 s a run of 500 at d = 25 here (before the bounded refit); not run since",
+}
+
+
 def command_for(instance: str, method: str) -> tuple[str, str]:
     """The command that would make the missing row, and why it was not run this session."""
     if instance in MUJOCO:
         return (
             f"benchmarks/mujoco_rl.py --tasks {instance} --methods {method} --seeds 3 --jobs 2 "
             "--out benchmarks/results/league_runs/mujoco --resume",
-            "MuJoCo runs take 5-30 min each on 2 cores; not run for the new methods yet",
+            MUJOCO_WHY.get(method, "MuJoCo runs take 5-30 min each on 2 cores; not run this session"),
         )
     config = f" --policy-config 'turbo={TURBO_CONFIG}'" if method == "turbo" else ""
     command = (

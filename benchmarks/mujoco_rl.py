@@ -57,6 +57,7 @@ from harness.report import (  # noqa: E402
 )
 from harness.rl import PARAM_BOUND, TASKS, TEST_EPISODES  # noqa: E402
 from harness.runners import RunResult, RunSpec, known_methods, runner_for  # noqa: E402
+from harness.runs import commit_of  # noqa: E402
 from synthetic import machine, progress, quiet, run_all, versions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -340,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume and "command" in previous
         else [],
         "machine": "; ".join(filter(None, [os.environ.get("LOCALBO_MACHINE"), machine()])),
+        "commit": commit_of(Path(__file__).parent),
         "versions": versions() + gym_versions(),
         "smoke": args.smoke,
         "jobs": args.jobs,
