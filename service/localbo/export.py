@@ -17,6 +17,7 @@ from localbo.domain import study_out, trial_out
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.finite_space import is_finite_spec
 from localbo.storage import repository as repo
+from localbo.storage.summary import summaries as summary_of
 from localbo.studies import get_row
 
 FORMATS = ("csv", "json")
@@ -25,7 +26,7 @@ FORMATS = ("csv", "json")
 def load(db: Engine, name: str) -> tuple[StudyRecord, list[TrialRecord]]:
     with db.begin() as conn:
         study = get_row(conn, name)
-        summary = repo.summaries(conn, [study.id]).get(study.id)
+        summary = summary_of(conn, [study.id]).get(study.id)
         rows = repo.list_trials(conn, study.id)
     return study_out(study, summary), [trial_out(r) for r in rows]
 

@@ -21,6 +21,7 @@ from localbo.space import SearchSpace, SpaceError
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
+from localbo.storage.summary import summaries as summary_of
 
 if TYPE_CHECKING:
     from localbo.policies import Display
@@ -169,13 +170,13 @@ class Studies:
     def get(self, name: str) -> StudyRecord:
         with self.db.begin() as conn:
             study = get_row(conn, name)
-            summary = repo.summaries(conn, [study.id]).get(study.id)
+            summary = summary_of(conn, [study.id]).get(study.id)
         return _shown(study_out(study, summary))
 
     def list(self) -> list[StudyRecord]:
         with self.db.begin() as conn:
             rows = repo.list_studies(conn)
-            summaries = repo.summaries(conn)
+            summaries = summary_of(conn)
         return [_shown(study_out(row, summaries.get(row.id))) for row in rows]
 
     def delete(self, name: str) -> None:
@@ -212,7 +213,7 @@ class Studies:
             study = get_row(conn, name)
             planned = repo.list_plan(conn, study.id)
             space: StudySpace = self.spaces.of(conn, study)
-            summary = repo.summaries(conn, [study.id]).get(study.id) or {}
+            summary = summary_of(conn, [study.id]).get(study.id) or {}
         saved = study.policy_state or {}
         display = policy_display(study, int(summary.get("complete") or 0))
         return {
