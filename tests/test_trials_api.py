@@ -148,6 +148,18 @@ class ExplodingPolicy(Policy):
         raise torch.linalg.LinAlgError("singular matrix in the test policy")
 
 
+@register
+class FailsUntilDataPolicy(Policy):
+    """Fails while no result is in (a fit on no data), then answers the cube's centre."""
+
+    name = "test-fails-until-data"
+
+    def suggest(self, request: SuggestRequest) -> Suggestion:
+        if request.y.numel() == 0:
+            raise RuntimeError("no data to fit yet")
+        return Suggestion(X=torch.full((request.count, request.dim), 0.5, dtype=torch.float64), state=request.state)
+
+
 class CountingState(PolicyState):
     calls: int = 0
     seen: dict[str, int] = {}
@@ -177,6 +189,19 @@ def test_a_failing_policy_falls_back_and_records_why(api) -> None:
     study = api.get(f"/api/v1/studies/{name}").json()
     assert "LinAlgError: singular matrix in the test policy" in study["last_policy_error"]
     assert study["summary"]["n_complete"] == 1
+
+
+def test_the_policy_error_is_the_latest_computation_s_and_clears_when_one_succeeds(api) -> None:
+    name = create(api, policy="test-fails-until-data")
+    (first,) = ask(api, name)
+    assert first["source"] == "fallback"
+    assert "RuntimeError: no data to fit yet" in api.get(f"/api/v1/studies/{name}").json()["last_policy_error"]
+    tell(api, name, first["number"], 1.0)
+    (second,) = ask(api, name)
+    assert second["source"] == "test-fails-until-data"  # computed with the result in
+    assert api.get(f"/api/v1/studies/{name}").json()["last_policy_error"] is None
+    assert api.get(f"/api/v1/studies/{name}/policy").json()["last_policy_error"] is None
+    assert api.get(f"/api/v1/studies/{name}").json()["summary"]["n_fallback"] == 1  # the fallback stays counted
 
 
 def test_policy_sees_completed_and_pending_points_with_minimisation_values(api) -> None:

@@ -152,7 +152,10 @@ class StudyOut(BaseModel):
     seed: int
     created_at: datetime
     policy_state_version: int
-    last_policy_error: str | None
+    last_policy_error: str | None = Field(
+        description="Why the latest policy computation handed out fallback points (or restarted the policy's "
+        "state), with its time; null once a computation succeeds"
+    )
     summary: StudySummary
 
 

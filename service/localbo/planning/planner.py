@@ -109,11 +109,10 @@ class Planner:
 
 
 def store(conn: Connection, study_id: int, version: int, plan: Plan) -> None:
-    """The plan's points queued, its state (if any) stored as the next version, its error recorded."""
+    """The plan's points queued, its state (if any) stored as the next version, and its error as the study's
+    latest (None after a computation that succeeded: the dashboard's "the policy failed" is about now)."""
     repo.add_plan(conn, study_id, plan.points)
-    values: dict = {"policy_state_version": version + 1}
+    values: dict = {"policy_state_version": version + 1, "last_policy_error": plan.error}
     if plan.state is not None:
         values["policy_state"] = plan.state
-    if plan.error:
-        values["last_policy_error"] = plan.error
     repo.update_study(conn, study_id, **values)
