@@ -161,7 +161,17 @@ def test_the_surface_draws_the_gp_mean_and_says_why_when_there_is_none(
     plain = unique("plain")  # a policy without a GP: the trials only, and the server's reason in words
     told(server, plain, SIX, "random", 6, six_value)
     open_study(page, server, plain)
-    page.wait_for_selector("[data-testid=surface-panel][data-state=unavailable]", timeout=60_000)
+    ranks = httpx.get(f"{server.url}/api/v1/studies/{plain}/analysis/importance", timeout=120).json()
+    scores = ranks["gp"] or ranks["forest"]
+    if scores:  # the default pair follows the importance answer: wait for it, then for its surface's answer
+        top = sorted(sorted(SIX, key=lambda n: -scores[ranks["parameters"].index(n)])[:2], key=list(SIX).index)
+        page.wait_for_function(f"{pair} === '{','.join(top)}'", timeout=60_000)
+    settled = """() => {
+      const panel = document.querySelector('[data-testid=surface-panel]');
+      const note = document.querySelector('[data-testid=surface-note]');
+      return panel?.dataset.state === 'unavailable' && note?.innerText.startsWith('No model surface:');
+    }"""
+    page.wait_for_function(settled, timeout=60_000)
     served = httpx.get(
         f"{server.url}/api/v1/studies/{plain}/analysis/surface", params={"x": "lr", "y": "x1"}, timeout=60
     ).json()
