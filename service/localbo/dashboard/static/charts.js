@@ -67,10 +67,9 @@ function frame(ctx, box, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
   frameAxes(ctx, box, box.b, xTicks, yTicks, sx, sy, xLabel, yLabelOf);
 }
 
-// the grid, the y labels, the x labels from `labelsAt` down, the plot's outline
-function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
-  ctx.strokeStyle = COLORS.grid;
-  ctx.fillStyle = COLORS.axis;
+// horizontal grid lines across the plot at the y ticks (crisp: on the half pixel)
+export function horizontalGrid(ctx, box, yTicks, sy, colour = COLORS.grid) {
+  ctx.strokeStyle = colour;
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (const t of yTicks) {
@@ -79,6 +78,12 @@ function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf)
     ctx.lineTo(box.r, y);
   }
   ctx.stroke();
+}
+
+// the grid, the y labels, the x labels from `labelsAt` down, the plot's outline
+function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
+  horizontalGrid(ctx, box, yTicks, sy);
+  ctx.fillStyle = COLORS.axis;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   for (const t of yTicks) ctx.fillText(yLabelOf(t), box.l - 6, sy(t));

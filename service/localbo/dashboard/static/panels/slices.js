@@ -3,7 +3,7 @@
 // vermillion crosses on a strip under the plot (they have no value); the local policy's centre is a
 // dashed black vertical line.
 
-import { fmt } from "../charts.js";
+import { fmt, horizontalGrid } from "../charts.js";
 import { html, render } from "../html.js";
 import { INK, completedByRank, fitLabel, niceTicks, paramAxis, prepare } from "./scales.js";
 
@@ -61,15 +61,7 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
 
   // frame: horizontal grid at the value ticks, vertical ticks at the parameter's ticks
   const yTicks = niceTicks(vlo, vhi, 4);
-  ctx.strokeStyle = INK.grid;
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  for (const t of yTicks) {
-    const y = Math.round(sy(t)) + 0.5;
-    ctx.moveTo(box.l, y);
-    ctx.lineTo(box.r, y);
-  }
-  ctx.stroke();
+  horizontalGrid(ctx, box, yTicks, sy, INK.grid);
   ctx.fillStyle = INK.axis;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
