@@ -191,8 +191,17 @@ def test_a_failure_reason_is_fully_readable_in_the_table_the_tooltip_and_the_tri
     reason.locator("summary").focus()  # by keyboard
     page.keyboard.press("Enter")
     assert full.is_visible() and full.inner_text() == LONG_REASON
-    box, cell = full.bounding_box(), row.locator("td").nth(1).bounding_box()
-    assert box["x"] + box["width"] <= cell["x"] + cell["width"] + 1  # wrapped inside its cell, not cut off
+    # wrapped inside its cell, not cut off (both boxes read in one go: the table may redraw as panels load)
+    inside = page.evaluate(
+        """(n) => {
+      const row = document.querySelector(`[data-testid=trials] tbody tr[data-number='${n}']`);
+      const box = row.querySelector('.reason-full').getBoundingClientRect();
+      const cell = row.querySelectorAll('td')[1].getBoundingClientRect();
+      return box.width > 0 && box.right <= cell.right + 1;
+    }""",
+        failed["number"],
+    )
+    assert inside
 
     # the history's tooltip: the reason and the parameters (the failed trial sits in the "failed" lane)
     page.locator("#history").scroll_into_view_if_needed()
@@ -321,11 +330,11 @@ def test_no_horizontal_overflow_at_390_on_the_list_a_study_and_a_trial(server: S
         assert axe_violations(phone) == [], view
     # the wide trials table scrolls inside its panel instead
     open_page(phone, server.url, f"#/study/{name}", view="study")
-    wrap = phone.locator("#table .scroll")
-    assert (
-        wrap.evaluate("e => e.scrollWidth > e.clientWidth")
-        and wrap.evaluate("e => getComputedStyle(e).overflowX") == "auto"
-    )
+    scrolls = """() => {
+      const e = document.querySelector('#table .scroll');
+      return e && e.scrollWidth > e.clientWidth && getComputedStyle(e).overflowX === 'auto';
+    }"""
+    phone.wait_for_function(scrolls, timeout=15_000)  # the table may still be redrawing as the panels load
 
 
 def test_sorting_keeps_focus_sets_aria_sort_on_the_header_and_the_pager_follows(
