@@ -450,7 +450,13 @@ def worker_kill(plan: Plan, workdir: Path, replace: bool) -> Row:
     recovery = None
     try:
         space = {f"x{i}": {"type": "float", "low": -1.0, "high": 1.0} for i in range(plan.slow_dim)}
-        config = {"samples_per_iteration": 3, "num_restarts": 8, "raw_samples": plan.slow_raw_samples}
+        # ascent_steps: the batched exploration is fast; enough steps keep the computation running when killed
+        config = {
+            "samples_per_iteration": 3,
+            "num_restarts": 8,
+            "raw_samples": plan.slow_raw_samples,
+            "ascent_steps": 400,
+        }
         studies = names("wkill", 1)
         create_studies(server.url, studies, "minucb", space, config)
         with Load(server.url, studies, 1) as load:
