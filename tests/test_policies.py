@@ -45,7 +45,7 @@ def test_a_policy_refuses_a_space_it_cannot_run_at_creation() -> None:
     from localbo.errors import InvalidInput
     from localbo.studies import validate_policy
 
-    assert validate_policy("sobol", {}, 3) == {"plan_ahead": 16}
+    assert validate_policy("sobol", {}, 3) == {"plan_ahead": 64}
     try:
         validate_policy("sobol", {}, 30_000)
     except InvalidInput as exc:

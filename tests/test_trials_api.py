@@ -37,7 +37,7 @@ def test_create_get_list_delete(api) -> None:
     name = create(api, metadata={"owner": "lab-3"}, direction="maximize", seed=11)
     study = api.get(f"/api/v1/studies/{name}").json()
     assert study["metadata"] == {"owner": "lab-3"} and study["direction"] == "maximize" and study["seed"] == 11
-    assert study["policy_config"] == {"plan_ahead": 16}  # defaults filled in and stored
+    assert study["policy_config"] == {"plan_ahead": 64}  # defaults filled in and stored
     assert name in [s["name"] for s in api.get("/api/v1/studies").json()["studies"]]
     assert api.delete(f"/api/v1/studies/{name}").status_code == 204
     assert api.get(f"/api/v1/studies/{name}").status_code == 404

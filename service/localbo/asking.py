@@ -105,7 +105,7 @@ class Asking:
         for attempt in range(2):
             try:
                 with self.write.begin() as conn:
-                    study = repo.lock_study_for_ask(conn, name, key)
+                    study = repo.lock_study_for_ask(conn, name, key, client_id)
                     if study is None:
                         raise NotFound(f"study {name!r} not found")
                     if study.idem_hash is not None:
@@ -138,7 +138,7 @@ class Asking:
             sweep_expired(conn, study.id, now)
             repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
         lease = now + timedelta(seconds=self.settings.lease_seconds)
-        mine = repo.running_of_client(conn, study.id, client_id, count) if client_id else []
+        mine = repo.running_of_client(conn, study.id, client_id, count) if study.client_running else []
         need = count - len(mine)
         finite = space.candidates
         if finite is not None and not finite.allow_repeats and study.trial_count + need > finite.size:
@@ -204,6 +204,7 @@ class Asking:
             taken = set() if space.candidates.allow_repeats else repo.asked_candidates(conn, study.id)
             points = fallback_points(space, k, generator, None, taken)
         else:
+            study = repo.get_study_by_id(conn, study.id)  # the whole row: the ask's read leaves the state out
             cls = get_policy(study.policy)
             state, _ = policy_state(cls, study)
             box = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), space.dim)

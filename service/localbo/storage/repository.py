@@ -78,8 +78,26 @@ def get_study(conn: Connection, name: str, *, for_update: bool = False) -> Row |
 
 # Built once: the ask and tell paths run these on every call, and building a statement
 # costs more than running it on SQLite.
+_CLIENT_RUNNING = (
+    select(func.count())
+    .where(trials.c.study_id == studies.c.id, trials.c.client_id == bindparam("client_id"), trials.c.state == "running")
+    .scalar_subquery()
+)
+# What an ask reads of its study: not the policy's state (it can be large, and only a fallback needs it),
+# and how many trials the client holds open (most asks hold none, and then need not read them).
 _LOCK_FOR_ASK = (
-    select(studies, idempotency.c.request_hash.label("idem_hash"), idempotency.c.response.label("idem_response"))
+    select(
+        studies.c.id,
+        studies.c.name,
+        studies.c.space,
+        studies.c.policy,
+        studies.c.seed,
+        studies.c.trial_count,
+        studies.c.created_at,
+        _CLIENT_RUNNING.label("client_running"),
+        idempotency.c.request_hash.label("idem_hash"),
+        idempotency.c.response.label("idem_response"),
+    )
     .select_from(
         studies.outerjoin(
             idempotency, (idempotency.c.study_id == studies.c.id) & (idempotency.c.key == bindparam("key"))
@@ -88,11 +106,22 @@ _LOCK_FOR_ASK = (
     .where(studies.c.name == bindparam("name"))
     .with_for_update(of=studies)
 )
+_RUNNING_OF_CLIENT = (
+    select(*TRIAL_COLUMNS)
+    .where(
+        trials.c.study_id == bindparam("study_id"),
+        trials.c.client_id == bindparam("client_id"),
+        trials.c.state == "running",
+    )
+    .order_by(trials.c.number)
+    .limit(bindparam("limit"))
+)
+_PUT_IDEMPOTENCY = insert(idempotency)
 
-
-def lock_study_for_ask(conn: Connection, name: str, key: str | None) -> Row | None:
-    """The study, locked, with the stored answer for ``key`` if there is one (one round trip)."""
-    return conn.execute(_LOCK_FOR_ASK, {"name": name, "key": key}).first()
+def lock_study_for_ask(conn: Connection, name: str, key: str | None, client_id: str | None) -> Row | None:
+    """The study's ask columns, locked, with the stored answer for ``key`` if there is one and how many
+    trials ``client_id`` holds running (one round trip)."""
+    return conn.execute(_LOCK_FOR_ASK, {"name": name, "key": key, "client_id": client_id}).first()
 
 
 def list_studies(conn: Connection) -> Sequence[Row]:
@@ -234,16 +263,7 @@ def expire_leases(conn: Connection, study_id: int, now: datetime) -> Sequence[Ro
 
 
 def running_of_client(conn: Connection, study_id: int, client_id: str, limit: int) -> Sequence[Row]:
-    return conn.execute(
-        select(*TRIAL_COLUMNS)
-        .where(
-            trials.c.study_id == study_id,
-            trials.c.client_id == client_id,
-            trials.c.state == "running",
-        )
-        .order_by(trials.c.number)
-        .limit(limit)
-    ).all()
+    return conn.execute(_RUNNING_OF_CLIENT, {"study_id": study_id, "client_id": client_id, "limit": limit}).all()
 
 
 def extend_leases(conn: Connection, trial_ids: list[int], expires_at: datetime) -> None:
@@ -439,12 +459,5 @@ def forget_idempotency(conn: Connection, study_id: int, before: datetime) -> Non
 def put_idempotency(
     conn: Connection, study_id: int, key: str, request_hash: str, status_code: int, response: dict
 ) -> None:
-    conn.execute(
-        insert(idempotency).values(
-            study_id=study_id,
-            key=key,
-            request_hash=request_hash,
-            status_code=status_code,
-            response=response,
-        )
-    )
+    values = {"study_id": study_id, "key": key, "request_hash": request_hash, "status_code": status_code}
+    conn.execute(_PUT_IDEMPOTENCY, {**values, "response": response})
