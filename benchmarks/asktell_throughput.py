@@ -58,6 +58,7 @@ from typing import Any
 
 import httpx
 from harness.processes import PG_ADMIN_URL, ServerProcess, free_port, fresh_database
+from harness.runs import commit_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
@@ -724,6 +725,7 @@ def write_results(
     cpus = os.cpu_count() or 1
     meta = {
         "date": started,
+        "commit": commit_of(ROOT),
         "smoke": plan.smoke,
         "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpus,
         "machine": platform.platform(),
@@ -758,7 +760,7 @@ def write_results(
         "",
         "Written by `benchmarks/asktell_throughput.py`" + (" (smoke run)" if plan.smoke else "") + ".",
         "",
-        f"- date: {started}",
+        f"- date: {started}; commit {meta['commit']}",
         f"- machine: {meta['nproc']} CPU core(s) (nproc), {meta['processor']}, {meta['machine']}",
         f"- python {v['python']}; localbo {v['localbo']}, optuna {v['optuna']}, sqlalchemy {v['sqlalchemy']}, "
         f"psycopg {v['psycopg']}, fastapi {v['fastapi']}, uvicorn {v['uvicorn']}, httpx {v['httpx']}",

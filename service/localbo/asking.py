@@ -73,7 +73,7 @@ class Asking:
         wait = self.settings.ask_wait_seconds if wait_seconds is None else wait_seconds
         deadline = time.monotonic() + min(wait, self.settings.ask_wait_max_seconds)
         for _ in range(MAX_PLAN_ROUNDS):
-            served = await self.tx.run(self.step, name, count, client_id, key)
+            served = await self.tx.run_now(self.step, name, count, client_id, key)
             if not isinstance(served, Short):
                 return served
             job = self.planner.start(served.study_id, served.need)

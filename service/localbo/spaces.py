@@ -9,6 +9,7 @@ from localbo.domain.study_space import StudySpace
 from localbo.finite_space import Candidates, is_finite_spec
 from localbo.space import SearchSpace
 from localbo.storage import repository as repo
+from localbo.storage.db import WouldWait, may_wait
 
 
 def candidates_bytes(c: Candidates) -> int:
@@ -29,6 +30,8 @@ class Spaces:
         if is_finite_spec(study.space):
 
             def load() -> Candidates:
+                if not may_wait():  # reading many candidates takes a while: not on the event loop
+                    raise WouldWait("the study's candidates are not loaded yet")
                 rows, kernel = repo.load_candidates(conn, study.id)
                 return Candidates(list(rows), kernel, study.space)
 

@@ -81,14 +81,14 @@ async def tell_and_ask(
     def both() -> tuple[dict, object]:  # one hop to the transaction thread: the tell, then an ask from the plan
         return _tell_now(service, study, number, body.tell), service.asking.step(study, ask.count, ask.client_id, key)
 
-    told, served = await service.tx.run(both)
+    told, served = await service.tx.run_now(both)
     if not isinstance(served, dict):  # the plan was short: the ask waits for the policy as it does alone
         served = await service.asking.ask(study, ask.count, ask.client_id, key, ask.wait_seconds)
     return {"told": told, "trials": served["trials"]}
 
 
 async def _tell(service: Service, study: str, number: int, body: TellRequest) -> dict:
-    return await service.tx.run(_tell_now, service, study, number, body)
+    return await service.tx.run_now(_tell_now, service, study, number, body)
 
 
 def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> dict:

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
 
 import localbo
+
+BUSY_TIMEOUT_MS = 30_000
+_this_thread = threading.local()
+
+
+class WouldWait(Exception):  # noqa: N818 - a signal to the caller, not a failure
+    """A no-wait transaction met something it would have to wait for (SQLite's write lock held by another
+    connection, or a slow first read): nothing was written; run it where waiting is fine."""
+
+
+@contextmanager
+def no_wait() -> Iterator[None]:
+    """Transactions begun in this thread inside the block fail at once with ``WouldWait`` instead of waiting
+    for SQLite's write lock (for a caller that must not block: the event loop)."""
+    _this_thread.no_wait = True
+    try:
+        yield
+    finally:
+        _this_thread.no_wait = False
+
+
+def may_wait() -> bool:
+    return not getattr(_this_thread, "no_wait", False)
 
 
 def is_sqlite(url: str) -> bool:
@@ -45,14 +72,27 @@ def _setup_sqlite(engine: Engine, synchronous: str) -> None:
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        if mode != "IMMEDIATE" or may_wait():
+            conn.exec_driver_sql(f"BEGIN {mode}")
+            return
+        raw = conn.connection.driver_connection
+        assert raw is not None  # a checked-out connection
+        raw.execute("PRAGMA busy_timeout=0")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except OperationalError as exc:
+            if "locked" in str(exc.orig) or "busy" in str(exc.orig):
+                raise WouldWait("SQLite's write lock is held by another connection") from exc
+            raise
+        finally:
+            raw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
 
 def migrations_dir() -> Path:

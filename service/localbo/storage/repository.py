@@ -118,6 +118,7 @@ _RUNNING_OF_CLIENT = (
 )
 _PUT_IDEMPOTENCY = insert(idempotency)
 
+
 def lock_study_for_ask(conn: Connection, name: str, key: str | None, client_id: str | None) -> Row | None:
     """The study's ask columns, locked, with the stored answer for ``key`` if there is one and how many
     trials ``client_id`` holds running (one round trip)."""
