@@ -1,7 +1,10 @@
 """Asking: hand out trials from the study's plan, one short write transaction per attempt.
 
-An ask takes the study's row lock, sweeps expired leases (at most once a second per study), hands
-out planned points and returns. When the plan is short it rolls back, leaves the lock and waits for
+An ask sweeps expired leases (at most once a second per study), takes planned points (on Postgres,
+concurrent asks take different ones without waiting), numbers its new trials (where it takes the
+study's row lock, held only for the inserts and the commit) and returns. Asks that must see the whole
+study at once take the lock first: a finite study without repeats (which candidates are free) and a
+fallback. When the plan is short it rolls back, leaves the lock and waits for
 the study's planning job (``planning.Planner``); an ask that waited ``LOCALBO_ASK_WAIT_SECONDS`` in
 vain gets fallback points (source "fallback") and the job goes on for the asks after it. A client's
 own running trials (``client_id``) come back first, with their leases extended.
@@ -105,14 +108,17 @@ class Asking:
         for attempt in range(2):
             try:
                 with self.write.begin() as conn:
-                    study = repo.lock_study_for_ask(conn, name, key, client_id)
+                    study = repo.study_for_ask(conn, name, key, client_id, lock=fallback)
                     if study is None:
                         raise NotFound(f"study {name!r} not found")
                     if study.idem_hash is not None:
                         if study.idem_hash != idempotency.request_hash("ask", body):
                             raise InvalidInput("Idempotency-Key", f"{key!r} was already used for a different request")
                         return study.idem_response
-                    if self._recheck_keys and (replay := idempotency.replay(conn, study.id, key, "ask", body)):
+                    # a read that waited for the lock may have missed a duplicate's committed answer; an unlocked
+                    # one cannot (a duplicate committing after it fails on the key's unique index, and retries)
+                    recheck = fallback and self._recheck_keys
+                    if recheck and (replay := idempotency.replay(conn, study.id, key, "ask", body)):
                         return replay
                     response, sources = self._serve(conn, study, count, client_id, fallback)
                     idempotency.remember(conn, study.id, key, "ask", body, response)
@@ -134,14 +140,20 @@ class Asking:
         raises _PlanShort if the plan is short."""
         now = utcnow()
         space = self.spaces.of(conn, study)
+        finite = space.candidates
+        trial_count = study.trial_count
+        if finite is not None and not finite.allow_repeats and not fallback:
+            locked = repo.lock_trial_count(conn, study.id)  # which candidates are free is known under the lock
+            if locked is None:
+                raise NotFound(f"study {study.name!r} not found")
+            trial_count = locked
         if self._expiry_due(study.id, now):
             sweep_expired(conn, study.id, now)
             repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
         lease = now + timedelta(seconds=self.settings.lease_seconds)
         mine = repo.running_of_client(conn, study.id, client_id, count) if study.client_running else []
         need = count - len(mine)
-        finite = space.candidates
-        if finite is not None and not finite.allow_repeats and study.trial_count + need > finite.size:
+        if finite is not None and not finite.allow_repeats and trial_count + need > finite.size:
             left = finite.size - len(repo.held_candidates(conn, study.id))
             if need > left:
                 raise Conflict(f"count: {left} of the study's {finite.size} candidates are left to ask, not {need}")
@@ -151,10 +163,15 @@ class Asking:
                 raise _PlanShort(study.id, need)
             planned += self._late_points(conn, study, need - len(planned), space)
         repo.extend_leases(conn, [r.id for r in mine], lease)
+        if planned:
+            last = repo.number_trials(conn, study.id, len(planned))
+            if last is None:
+                raise NotFound(f"study {study.name!r} not found")
+            trial_count = last - len(planned)
         new = [
             {
                 "study_id": study.id,
-                "number": study.trial_count + i + 1,
+                "number": trial_count + i + 1,
                 "state": TrialState.RUNNING.value,
                 "params": space.params(x, candidate),
                 "x": x,
@@ -171,8 +188,6 @@ class Asking:
             for i, (x, source, candidate) in enumerate(planned)
         ]
         repo.insert_trials(conn, new)
-        if new:
-            repo.set_trial_count(conn, study.id, study.trial_count + len(new))
         out = [{**trial_out(r), "lease_expires_at": iso(lease)} for r in mine]
         return {"trials": out + [trial_out(r) for r in new]}, [r["source"] for r in new]
 

@@ -85,7 +85,7 @@ _CLIENT_RUNNING = (
 )
 # What an ask reads of its study: not the policy's state (it can be large, and only a fallback needs it),
 # and how many trials the client holds open (most asks hold none, and then need not read them).
-_LOCK_FOR_ASK = (
+_STUDY_FOR_ASK = (
     select(
         studies.c.id,
         studies.c.name,
@@ -104,8 +104,8 @@ _LOCK_FOR_ASK = (
         )
     )
     .where(studies.c.name == bindparam("name"))
-    .with_for_update(of=studies)
 )
+_LOCK_FOR_ASK = _STUDY_FOR_ASK.with_for_update(of=studies)
 _RUNNING_OF_CLIENT = (
     select(*TRIAL_COLUMNS)
     .where(
@@ -119,21 +119,36 @@ _RUNNING_OF_CLIENT = (
 _PUT_IDEMPOTENCY = insert(idempotency)
 
 
-def lock_study_for_ask(conn: Connection, name: str, key: str | None, client_id: str | None) -> Row | None:
-    """The study's ask columns, locked, with the stored answer for ``key`` if there is one and how many
-    trials ``client_id`` holds running (one round trip)."""
-    return conn.execute(_LOCK_FOR_ASK, {"name": name, "key": key, "client_id": client_id}).first()
+def study_for_ask(conn: Connection, name: str, key: str | None, client_id: str | None, *, lock: bool) -> Row | None:
+    """The study's ask columns (``lock``: and its row lock), the stored answer for ``key`` if there is one, and
+    how many trials ``client_id`` holds running (one round trip)."""
+    query = _LOCK_FOR_ASK if lock else _STUDY_FOR_ASK
+    return conn.execute(query, {"name": name, "key": key, "client_id": client_id}).first()
 
 
 def list_studies(conn: Connection) -> Sequence[Row]:
     return conn.execute(select(studies).order_by(studies.c.id)).all()
 
 
-_COUNT_TRIALS = update(studies).where(studies.c.id == bindparam("b_study_id")).values(trial_count=bindparam("b_count"))
+_NUMBER_TRIALS = (
+    update(studies)
+    .where(studies.c.id == bindparam("b_study_id"))
+    .values(trial_count=studies.c.trial_count + bindparam("b_new"))
+    .returning(studies.c.trial_count)
+)
+_LOCKED_TRIAL_COUNT = select(studies.c.trial_count).where(studies.c.id == bindparam("study_id")).with_for_update()
 
 
-def set_trial_count(conn: Connection, study_id: int, count: int) -> None:
-    conn.execute(_COUNT_TRIALS, {"b_study_id": study_id, "b_count": count})
+def number_trials(conn: Connection, study_id: int, new: int) -> int | None:
+    """Counts ``new`` trials in and returns the study's count after them (their numbers end there), or None if
+    the study is gone. On Postgres this takes the study's row lock, held to the commit: asks number their
+    trials one after another, and the lock is held only from here on."""
+    return conn.execute(_NUMBER_TRIALS, {"b_study_id": study_id, "b_new": new}).scalar()
+
+
+def lock_trial_count(conn: Connection, study_id: int) -> int | None:
+    """The study's trial count under its row lock (Postgres), or None if the study is gone."""
+    return conn.execute(_LOCKED_TRIAL_COUNT, {"study_id": study_id}).scalar()
 
 
 def update_study(conn: Connection, study_id: int, **values: Any) -> None:
@@ -342,6 +357,7 @@ _POP_PLAN = (
             .where(plan.c.study_id == bindparam("study_id"))
             .order_by(plan.c.priority.desc(), plan.c.id)
             .limit(bindparam("limit"))
+            .with_for_update(skip_locked=True)  # Postgres: concurrent asks take different points, none waits
             .scalar_subquery()
         )
     )
