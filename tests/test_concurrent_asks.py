@@ -7,9 +7,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from local_service import LocalService
-
 from conftest import make_settings
+from local_service import LocalService
 from localbo.errors import Conflict
 from localbo.storage import repository as repo
 
