@@ -68,6 +68,10 @@ LOCALBO_CYCLE = "localbo over HTTP, tell-and-ask"  # one round trip per cycle (P
 OPTUNA = "optuna RDB in-process"
 OPTUNA_GRPC = "optuna gRPC proxy"  # optuna.storages.run_grpc_proxy_server + GrpcStorageProxy: Optuna as a service
 OPTUNA_DEFAULTS = "optuna RDB in-process, SQLite defaults"
+FLOORS = {  # system -> uvicorn app: the same request and answer shapes as tell-and-ask, no database
+    "HTTP floor: bare ASGI app": "harness.floor_apps:bare",
+    "HTTP floor: bare FastAPI route": "harness.floor_apps:fastapi_app",
+}
 DIM = 10
 GOAL_RATIO = 10.0
 GRPC_GOAL_RATIO = 5.0  # against Optuna's own service (its gRPC storage proxy)
@@ -378,6 +382,62 @@ def warm_localbo(server: Server) -> None:
             study.tell(trial, objective(trial.params))
 
 
+def bench_floor(system: str, workdir: Path, trials: int) -> Row:
+    """One httpx client posting a tell-and-ask-shaped body to a server that touches no database: what
+    uvicorn, httpx (and FastAPI) cost by themselves, on the same loopback and in the same run."""
+    port = free_port()
+    log = open(workdir / f"floor-{port}.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", FLOORS[system], "--port", str(port), "--log-level", "warning"],
+        cwd=Path(__file__).parent,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    body = {"tell": {"value": 0.5}, "ask": {"count": 1, "client_id": "floor"}}
+    errors = ErrorLog()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            for _ in range(300):  # until it answers (bounded: ~30 s)
+                try:
+                    client.post("/cycle", json=body)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            for _ in range(WARMUP):
+                client.post("/cycle", json=body)
+
+            def cycle(_: None, __: int) -> bool:
+                try:
+                    answer = client.post("/cycle", json=body)
+                    answer.raise_for_status()
+                    return answer.json()["trials"][0]["number"] == 1
+                except Exception as exc:  # noqa: BLE001 - counted and reported
+                    errors.add(exc)
+                    return False
+
+            before, cpu0 = proc_cpu_seconds(proc.pid), time.process_time()
+            timing = run_threads([None], [trials], cycle)
+            after, cpu = proc_cpu_seconds(proc.pid), time.process_time() - cpu0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+        log.close()
+    return measured_row(
+        "none",
+        system,
+        1,
+        trials,
+        timing,
+        errors=errors.count,
+        retries=0,
+        verified=timing[2] == trials,
+        check=f"{timing[2]} of {trials} answered",
+        client_cpu_s=cpu,
+        server_cpu_s=None if before is None or after is None else after - before,
+        error_samples=errors.samples,
+    )
+
+
 # -- Optuna in process --------------------------------------------------------------------
 
 
@@ -491,6 +551,11 @@ def describe(row: Row) -> str:
 def run(plan: Plan, workdir: Path) -> tuple[list[Row], dict[str, dict[str, int]]]:
     rows: list[Row] = []
     server_errors: dict[str, dict[str, int]] = {}
+    for system in FLOORS:
+        trials = max(n for _, n in plan.localbo)
+        progress(f"[none] {system}, 1 client, {trials} cycles ...")
+        rows.append(bench_floor(system, workdir, trials))
+        progress(describe(rows[-1]))
     for backend in plan.backends:
         with fresh_database(backend, workdir, "localbo") as url:
             progress(f"[{backend}] starting localbo server ...")
@@ -639,12 +704,34 @@ def find(rows: list[Row], backend: str, system: str, clients: int) -> Row | None
     return next((r for r in rows if (r.backend, r.system, r.clients) == (backend, system, clients)), None)
 
 
+def http_floor(rows: list[Row]) -> str | None:
+    """What the floor rows say about the 10x goal on SQLite: the budget a cycle has beyond HTTP alone."""
+    floors = [r for r in rows if r.system in FLOORS and r.done]
+    cycle, optuna = find(rows, "sqlite", LOCALBO_CYCLE, 1), find(rows, "sqlite", OPTUNA, 1)
+    if not floors or cycle is None or optuna is None or not cycle.done or optuna.trials_per_s <= 0:
+        return None
+    goal_ms = 1000 / (GOAL_RATIO * optuna.trials_per_s)
+    parts = [
+        f"{r.system.split(': ')[1]} {1000 * r.seconds / r.done:.2f} ms a cycle ({r.trials_per_s:.0f}/s, client CPU "
+        f"{1000 * r.client_cpu_s / r.done:.2f} ms)"
+        for r in floors
+    ]
+    slowest = max(1000 * r.seconds / r.done for r in floors)
+    return (
+        "**The HTTP floor** (one httpx client, the same request and answer shapes, no database): "
+        + "; ".join(parts)
+        + f". localbo's tell-and-ask on SQLite takes {1000 * cycle.seconds / cycle.done:.2f} ms a cycle; 10x Optuna "
+        f"needs {goal_ms:.2f} ms, which leaves {goal_ms - slowest:.2f} ms beyond the bare FastAPI route for the "
+        "tell's and the ask's durable transactions (two commits, eight statements)."
+    )
+
+
 def findings(rows: list[Row], plan: Plan, cpus: int) -> list[str]:
     """The 'what this shows' paragraphs, computed from the numbers."""
     out: list[str] = []
     multi = max(c for c, _ in plan.localbo)
     locks = {"sqlite": "SQLite's single write lock (BEGIN IMMEDIATE)", "postgres": "a row lock on the study"}
-    # Engine.run_write: SQLite transactions run on the event loop, Postgres ones in worker threads.
+    # transactions.py: SQLite's hot-path transactions run on the event loop, Postgres ones in worker threads.
     serving = {
         "sqlite": "one event loop that runs each short transaction inline (one writer at a time anyway)",
         "postgres": "worker threads whose transactions overlap only where they do not wait on that lock",
@@ -699,6 +786,9 @@ def findings(rows: list[Row], plan: Plan, cpus: int) -> list[str]:
                 "but the fair comparison is the WAL row above."
             )
         out.append(text)
+    floor = http_floor(rows)
+    if floor:
+        out.append(floor)
     bad = [r for r in rows if r.errors or not r.verified]
     if bad:
         out.append(

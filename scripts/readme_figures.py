@@ -31,12 +31,16 @@ def throughput() -> str:
         return f"{row['trials_per_s']:.0f}/s" if row else "not measured"
 
     lines = [f"Last throughput run (`asktell_throughput.md`, {meta['date']}, {meta['nproc']} cores, loopback):"]
-    for backend in sorted({r["backend"] for r in rows}):
+    for backend in sorted({r["backend"] for r in rows} - {"none"}):  # "none": the HTTP floor rows
         lines.append(
             f"{backend}: one client {rate(backend, 'localbo over HTTP', 1)} with ask + tell, "
             f"{rate(backend, 'localbo over HTTP, tell-and-ask', 1)} with tell-and-ask; Optuna RDBStorage in-process "
             f"{rate(backend, 'optuna RDB in-process', 1)}, Optuna's gRPC proxy {rate(backend, 'optuna gRPC proxy', 1)}."
         )
+    floors = [r for r in rows if r["backend"] == "none"]
+    if floors:
+        each = ", ".join(f"{r['system'].split(': ')[1]} {r['trials_per_s']:.0f}/s" for r in floors)
+        lines.append(f"HTTP alone (one httpx client, no database): {each}.")
     for goal in data.get("goals", []):
         verdict = "met" if goal["met"] else "not met"
         lines.append(f"Goal {goal['goal']} ({goal['backend']}): {goal['measured']}, {verdict}.")

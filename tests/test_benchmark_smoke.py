@@ -21,7 +21,8 @@ def test_smoke_run_writes_results_with_positive_rates_and_no_errors(tmp_path: Pa
     assert (tmp_path / "asktell_throughput.md").read_text().startswith("# Ask/tell throughput")
     rows = data["rows"]
     systems = {row["system"] for row in rows}
-    assert {"localbo over HTTP", "optuna RDB in-process"} <= systems
+    assert {"localbo over HTTP", "optuna RDB in-process", "HTTP floor: bare FastAPI route"} <= systems
+    assert any(paragraph.startswith("**The HTTP floor**") for paragraph in data["findings"])
     assert {row["clients"] for row in rows if row["system"] == "localbo over HTTP"} >= {1, 2}
     for row in rows:
         where = f"{row['backend']} / {row['system']} / {row['clients']} client(s)"
