@@ -722,7 +722,7 @@ def http_floor(rows: list[Row]) -> str | None:
         + "; ".join(parts)
         + f". localbo's tell-and-ask on SQLite takes {1000 * cycle.seconds / cycle.done:.2f} ms a cycle; 10x Optuna "
         f"needs {goal_ms:.2f} ms, which leaves {goal_ms - slowest:.2f} ms beyond the bare FastAPI route for the "
-        "tell's and the ask's durable transactions (two commits, eight statements)."
+        "tell's and the ask's durable transactions (two, of six statements in all)."
     )
 
 
