@@ -38,6 +38,14 @@ NEAR = """([el, rgb]) => {
         Math.abs(px[i] - rgb[0]) + Math.abs(px[i + 1] - rgb[1]) + Math.abs(px[i + 2] - rgb[2]) < 60) n++;
   return n;
 }"""
+# pixels of the history's pale points (rgba(0, 0, 0, 0.12) on the transparent canvas): dark and faint
+FAINT = """(el) => {
+  const px = el.getContext("2d").getImageData(0, 0, el.width, el.height).data;
+  let n = 0;
+  for (let i = 0; i < px.length; i += 4)
+    if (px[i + 3] >= 20 && px[i + 3] <= 45 && px[i] < 30 && px[i + 1] < 30 && px[i + 2] < 30) n++;
+  return n;
+}"""
 FAILED_RGB = [0xC0, 0x3A, 0x00]  # panels/scales.js INK.failed
 POINT_RGB = [0, 114, 178]  # the history chart's points
 
@@ -87,6 +95,19 @@ def gp_study(server: ServerProcess) -> str:
     name = unique("six")
     told(server, name, SIX, "minucb", 21, six_value, fail_at=6)
     return name
+
+
+def settled_count(page: Any, canvas: Any, rgb: list[int]) -> int:
+    """Pixels near ``rgb`` once the canvas has stopped redrawing (the page draws it again as panels load and
+    the layout settles): two reads a quarter second apart agree. Bounded: gives the last read after ~15 s."""
+    last = page.evaluate(NEAR, [canvas, rgb])
+    for _ in range(60):
+        page.wait_for_timeout(250)
+        now = page.evaluate(NEAR, [canvas, rgb])
+        if now == last and now > 0:
+            return now
+        last = now
+    return last
 
 
 def open_study(page: Any, server: ServerProcess, name: str) -> None:
@@ -189,7 +210,8 @@ def test_brushing_an_axis_filters_the_table_and_highlights_the_history(server: S
     table = page.get_by_test_id("trials").locator("tbody tr")
     assert table.count() == 30
     history = page.locator("#history").element_handle()
-    blue_before = page.evaluate(NEAR, [history, POINT_RGB])
+    settled_count(page, history, POINT_RGB)
+    faint_before = page.evaluate(FAINT, history)
 
     # drag along the x1 axis (the second of seven) from 80 % of its height to 30 %, with the mouse
     canvas = page.locator("#parallel")
@@ -214,8 +236,9 @@ def test_brushing_an_axis_filters_the_table_and_highlights_the_history(server: S
     page.wait_for_function(f"document.querySelectorAll('[data-testid=trials] tbody tr').length === {n}", timeout=10_000)
     assert sorted(int(r) for r in table.locator("td:first-child").all_inner_texts()) == expected
     assert "filtered by the selection" in page.locator("#brush-note").inner_text()
-    # the history draws the rest pale: fewer points in the points' blue
-    assert page.evaluate(NEAR, [history, POINT_RGB]) < blue_before
+    # the history draws the rest pale (each a 5 x 5 square, some overlapping) and the chosen ones in blue
+    assert page.evaluate(FAINT, history) - faint_before >= 10 * (30 - n)
+    assert page.evaluate(NEAR, [history, POINT_RGB]) > 0
 
     # a second axis narrows it further (the ranges combine); clearing brings every trial back
     canvas.element_handle().evaluate("(c) => c.parallel.brush('value', -1e9, 1e9)")
