@@ -196,6 +196,7 @@ def test_two_engines_on_one_database_never_refit_one_study_at_once(db_url: str, 
 def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(make_engine) -> None:
     from datetime import timedelta
 
+    from localbo.storage import claims as claim_rows
     from localbo.storage import repository as repo
     from localbo.storage.models import utcnow
 
@@ -203,12 +204,12 @@ def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(
     engine.create_study("claimed", "minimize", SPACE, "minucb", LIGHT, seed=5)
     study_id = engine.study_id("claimed")
     with engine.write.begin() as conn:  # another process holds the claim and is computing
-        assert repo.claim_planning(conn, study_id, "other", utcnow(), utcnow() + timedelta(seconds=60))
+        assert claim_rows.claim_planning(conn, study_id, "other", utcnow(), utcnow() + timedelta(seconds=60))
     engine.plan("claimed", 1, True)
     assert engine.executor.calls == 0, "suggest-ahead leaves the study to the process computing it"
 
     with engine.write.begin() as conn:  # that process died: its claim ran out a second ago
-        repo.renew_planning(conn, study_id, "other", utcnow() - timedelta(seconds=1))
+        claim_rows.renew_planning(conn, study_id, "other", utcnow() - timedelta(seconds=1))
     engine.plan("claimed", 1, False)
     assert engine.executor.calls == 1 and len(engine.policy_view("claimed")["planned"]) == 6
     with engine.db.begin() as conn:
@@ -217,7 +218,7 @@ def test_a_claim_left_by_a_crashed_process_runs_out_and_a_live_one_is_respected(
 
 def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pytest.MonkeyPatch) -> None:
     import localbo.planning.claims
-    from localbo.storage import repository as repo
+    from localbo.storage import claims as claim_rows
     from localbo.storage.models import utcnow
 
     # renewed every second; a renewal thread would have to stall for 2 s to lose it on a busy machine
@@ -231,7 +232,7 @@ def test_a_long_computation_keeps_its_claim_alive(make_engine, monkeypatch: pyte
 
     def claimed_until():  # noqa: ANN202
         with first.db.begin() as conn:
-            return repo.planning_status(conn, study_id).claimed_until
+            return claim_rows.planning_status(conn, study_id).claimed_until
 
     first_life = claimed_until()
     deadline = time.monotonic() + 60

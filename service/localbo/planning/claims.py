@@ -18,6 +18,7 @@ from enum import Enum
 
 from sqlalchemy import Engine
 
+from localbo.storage import claims as claim_rows
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 
@@ -44,14 +45,14 @@ class Claims:
         now = utcnow()
         with self.write.begin() as conn:
             repo.purge_asked_plan(conn, study_id)
-            return repo.claim_planning(conn, study_id, token, now, now + timedelta(seconds=CLAIM_SECONDS))
+            return claim_rows.claim_planning(conn, study_id, token, now, now + timedelta(seconds=CLAIM_SECONDS))
 
     def wait(self, study_id: int, need: int, deadline: float) -> Waited:
         """Wait, reading only, until the plan holds ``need`` points or the claim is free (monotonic ``deadline``)."""
         pause = POLL_FIRST_SECONDS
         while True:
             with self.db.begin() as conn:
-                status = repo.planning_status(conn, study_id)
+                status = claim_rows.planning_status(conn, study_id)
             if status is None:
                 return Waited.GONE
             if status.planned >= need:
@@ -65,7 +66,7 @@ class Claims:
 
     def release(self, study_id: int, token: str) -> None:
         with self.write.begin() as conn:
-            repo.release_planning(conn, study_id, token)
+            claim_rows.release_planning(conn, study_id, token)
 
     @contextmanager
     def renewing(self, study_id: int, token: str) -> Iterator[None]:
@@ -76,7 +77,7 @@ class Claims:
             while not stop.wait(CLAIM_SECONDS / 3):
                 try:
                     with self.write.begin() as conn:
-                        repo.renew_planning(conn, study_id, token, utcnow() + timedelta(seconds=CLAIM_SECONDS))
+                        claim_rows.renew_planning(conn, study_id, token, utcnow() + timedelta(seconds=CLAIM_SECONDS))
                 except Exception:  # the database blinked: the next renewal may work
                     log.exception("could not renew the planning claim on study %s", study_id)
 

@@ -160,43 +160,6 @@ def update_study(conn: Connection, study_id: int, **values: Any) -> None:
     conn.execute(update(studies).where(studies.c.id == study_id).values(**values))
 
 
-def claim_planning(conn: Connection, study_id: int, token: str, now: datetime, until: datetime) -> bool:
-    """Take the study's planning claim if nobody holds it (or the holder's claim ran out)."""
-    done = conn.execute(
-        update(studies)
-        .where(
-            studies.c.id == study_id,
-            (studies.c.plan_claimed_until.is_(None)) | (studies.c.plan_claimed_until < now),
-        )
-        .values(plan_claim=token, plan_claimed_until=until)
-    )
-    return done.rowcount == 1
-
-
-def renew_planning(conn: Connection, study_id: int, token: str, until: datetime) -> None:
-    conn.execute(
-        update(studies).where(studies.c.id == study_id, studies.c.plan_claim == token).values(plan_claimed_until=until)
-    )
-
-
-def release_planning(conn: Connection, study_id: int, token: str) -> None:
-    conn.execute(
-        update(studies)
-        .where(studies.c.id == study_id, studies.c.plan_claim == token)
-        .values(plan_claim=None, plan_claimed_until=None)
-    )
-
-
-def planning_status(conn: Connection, study_id: int) -> Row | None:
-    """(claimed_until, planned: points in the plan) of the study, read without a lock; None if it is gone."""
-    planned = select(func.count()).select_from(plan).where(plan.c.study_id == study_id).scalar_subquery()
-    return conn.execute(
-        select(studies.c.plan_claimed_until.label("claimed_until"), planned.label("planned")).where(
-            studies.c.id == study_id
-        )
-    ).first()
-
-
 def get_study_by_id(conn: Connection, study_id: int, *, for_update: bool = False) -> Row | None:
     query = select(studies).where(studies.c.id == study_id)
     if for_update:
