@@ -8,7 +8,7 @@ they run in anyio's worker threads.
 The hot path (``run_now``: a tell, an ask's first attempt) skips the hop to the writer on SQLite when
 the writer is idle: it runs on the loop in no-wait mode and, at the first thing it would wait for
 (another connection's write lock, a finite study's first read of its candidates), rolls back and goes
-to the writer after all. The hop (two thread switches) was a fifth of a tell-and-ask's server time.
+to the writer after all. Skipping the hop (two thread switches) gave ~10% more tell-and-ask cycles a second.
 """
 
 from __future__ import annotations

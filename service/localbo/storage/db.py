@@ -26,11 +26,12 @@ class WouldWait(Exception):  # noqa: N818 - a signal to the caller, not a failur
 def no_wait() -> Iterator[None]:
     """Transactions begun in this thread inside the block fail at once with ``WouldWait`` instead of waiting
     for SQLite's write lock (for a caller that must not block: the event loop)."""
+    before = getattr(_this_thread, "no_wait", False)
     _this_thread.no_wait = True
     try:
         yield
     finally:
-        _this_thread.no_wait = False
+        _this_thread.no_wait = before
 
 
 def may_wait() -> bool:
