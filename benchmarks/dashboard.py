@@ -138,7 +138,7 @@ def fill(url: str, name: str, n: int, seed: int = 0) -> None:
                         }
                     )
                 repo.insert_trials(conn, rows)
-            repo.set_trial_count(conn, study.id, n)
+            repo.update_study(conn, study.id, trial_count=n)
     finally:
         engine.close()
 

@@ -93,7 +93,7 @@ def test_results_per_hour_counts_the_last_60_minutes_only(db_url: str) -> None:
                 for k, (state, age) in enumerate(zip(states, ages, strict=True))
             ]
             repo.insert_trials(conn, rows)
-            repo.set_trial_count(conn, study.id, len(rows))
+            repo.update_study(conn, study.id, trial_count=len(rows))
         s = service.studies.get(name)["summary"]
         assert s["results_per_hour"] == 2  # 59 and 5 minutes ago; not 61 minutes or 2 hours ago
         assert s["last_result_at"] == (now - timedelta(minutes=5)).isoformat()

@@ -139,11 +139,6 @@ _NUMBER_TRIALS = (
 _LOCKED_TRIAL_COUNT = select(studies.c.trial_count).where(studies.c.id == bindparam("study_id")).with_for_update()
 
 
-def set_trial_count(conn: Connection, study_id: int, count: int) -> None:
-    """For bulk loads (benchmarks, tests) that insert numbered trials themselves."""
-    update_study(conn, study_id, trial_count=count)
-
-
 def number_trials(conn: Connection, study_id: int, new: int) -> int | None:
     """Counts ``new`` trials in and returns the study's count after them (their numbers end there), or None if
     the study is gone. On Postgres this takes the study's row lock, held to the commit: asks number their
