@@ -30,11 +30,10 @@ from localbo.domain import Source, StudySpace, TrialState, iso, trial_out
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.planning.planner import Planner
-from localbo.planning.runner import policy_state
-from localbo.policies import get_policy
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
+from localbo.study_handle import load_study
 from localbo.transactions import Transactions
 
 log = logging.getLogger("localbo.asking")
@@ -219,11 +218,8 @@ class Asking:
             taken = set() if space.candidates.allow_repeats else repo.asked_candidates(conn, study.id)
             points = fallback_points(space, k, generator, None, taken)
         else:
-            study = repo.get_study_by_id(conn, study.id)  # the whole row: the ask's read leaves the state out
-            cls = get_policy(study.policy)
-            state, _ = policy_state(cls, study)
-            box = cls.fallback_box(state, cls.Config.model_validate(study.policy_config), space.dim)
-            points = fallback_points(space, k, generator, box)
+            row = repo.get_study_by_id(conn, study.id)  # the whole row: the ask's read leaves the state out
+            points = fallback_points(space, k, generator, load_study(row, space).fallback_box())
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)
         return points
 

@@ -25,6 +25,7 @@ from localbo.storage.summary import summaries as summary_of
 
 if TYPE_CHECKING:
     from localbo.policies import Display
+    from localbo.study_handle import StudyHandle
 
 log = logging.getLogger("localbo.studies")
 MAX_CONFIG_MAGNITUDE = 1e100  # a config number beyond this overflows the policy's arithmetic (beta * sigma...)
@@ -95,17 +96,14 @@ def _shown(record: StudyRecord) -> StudyRecord:
     return shown
 
 
-def policy_display(study: Row, n_complete: int) -> Display | None:
+def policy_display(study: StudyHandle, n_complete: int) -> Display | None:
     """What the study's policy displays about its stored state (None: nothing, or its display failed)."""
-    from localbo.planning.runner import policy_state
-    from localbo.policies import get_policy
-
-    cls = get_policy(study.policy)
-    state, _ = policy_state(cls, study)
+    if study.policy is None or study.config is None:
+        return None  # the policy cannot run: ``last_policy_error`` says why
     try:
-        return cls.display(state, cls.Config.model_validate(study.policy_config), n_complete)
+        return study.policy.display(study.state, study.config, n_complete)
     except Exception:  # a picture is not worth a 500: the view goes on without it
-        log.exception("study %s: the %s policy's display failed", study.name, cls.name)
+        log.exception("study %s: the %s policy's display failed", study.name, study.policy_name)
         return None
 
 
@@ -144,12 +142,15 @@ class Studies:
             raise InvalidInput("direction", f"expected 'minimize' or 'maximize', got {direction!r}")
         check_free_form("metadata", metadata)
         config = validate_policy(policy, policy_config, dim, kind)
+        from localbo.policies import get_policy  # validated: the policy exists
+
         values = {
             "name": name,
             "direction": direction,
             "space": stored,
             "policy": policy,
             "policy_config": config,
+            "policy_config_version": get_policy(policy).Config.version,
             "user_metadata": metadata or {},
             "seed": secrets.randbelow(2**31) if seed is None else seed,
             "policy_state": {},
@@ -214,8 +215,10 @@ class Studies:
             planned = repo.list_plan(conn, study.id)
             space: StudySpace = self.spaces.of(conn, study)
             summary = summary_of(conn, [study.id]).get(study.id) or {}
+        from localbo.study_handle import load_study  # torch: only where a policy is needed
+
         saved = study.policy_state or {}
-        display = policy_display(study, int(summary.get("complete") or 0))
+        display = policy_display(load_study(study, space), int(summary.get("complete") or 0))
         return {
             "policy": study.policy,
             "policy_state_version": study.policy_state_version,

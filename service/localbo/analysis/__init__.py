@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.engine import Row
 
 from localbo.caches import BoundedCache
 from localbo.domain import StudySpace
@@ -28,6 +27,7 @@ from localbo.errors import InvalidInput
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
 from localbo.studies import get_row, policy_display
+from localbo.study_handle import StudyHandle, load_study
 
 log = logging.getLogger("localbo.analysis")
 MIN_COMPLETE = 5  # fewer completed trials: no importance, no surface
@@ -49,7 +49,7 @@ class Fitted:
     lock: threading.Lock = field(default_factory=threading.Lock)  # a model's first posterior builds caches
 
 
-def _key(study: Row, n_complete: int) -> tuple[int, Any, int]:
+def _key(study: StudyHandle, n_complete: int) -> tuple[int, Any, int]:
     return (study.id, study.created_at, n_complete)
 
 
@@ -62,13 +62,6 @@ def blocks(space: StudySpace) -> list[list[int]]:
         out.append(list(range(at, at + p.width)))
         at += p.width
     return out
-
-
-def has_model(policy: str) -> bool:
-    """Whether the study's policy fits a GP: all but those that ignore the data (``random``, ``sobol``)."""
-    from localbo.policies import get_policy
-
-    return get_policy(policy).needs_history
 
 
 class Analysis:
@@ -96,25 +89,25 @@ class Analysis:
                 if not flight.locked():
                     self._flights.pop(key, None)
 
-    def _read(self, name: str) -> tuple[Row, StudySpace, int]:
+    def _read(self, name: str) -> tuple[StudyHandle, StudySpace, int]:
         with self.db.begin() as conn:
-            study = get_row(conn, name)
-            return study, self.spaces.of(conn, study), repo.count_complete(conn, study.id)
+            row = get_row(conn, name)
+            space = self.spaces.of(conn, row)
+            return load_study(row, space), space, repo.count_complete(conn, row.id)
 
-    def _points(self, study: Row, limit: int) -> tuple[list[list[float]], list[float]]:
+    def _points(self, study: StudyHandle, limit: int) -> tuple[list[list[float]], list[float]]:
         with self.db.begin() as conn:
             rows = repo.latest_complete(conn, study.id, limit)
         return [list(r.x) for r in rows], [float(r.value) for r in rows]
 
-    def _fitted(self, study: Row, n_complete: int) -> Fitted:
+    def _fitted(self, study: StudyHandle, n_complete: int) -> Fitted:
         def fit() -> Fitted:
             import torch
 
             from localbo.policies import gp
 
             X, y = self._points(study, GP_MAX)
-            kernel = (study.policy_config or {}).get("kernel")
-            kernel = kernel if kernel in ("rbf", "matern52") else "rbf"
+            kernel = study.kernel()
             Xt, yt = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
             study_key = (study.id, study.created_at)
             with self._warm_guard:
@@ -139,7 +132,7 @@ class Analysis:
         key = ("importance", *_key(study, n_complete))
         return self._once(self._importance, key, lambda: self._compute_importance(study, space, n_complete))
 
-    def _compute_importance(self, study: Row, space: StudySpace, n_complete: int) -> dict[str, Any]:
+    def _compute_importance(self, study: StudyHandle, space: StudySpace, n_complete: int) -> dict[str, Any]:
         import numpy as np
 
         from localbo.analysis.importance import FOREST_METHOD, GP_METHOD, forest_importance, gp_importance
@@ -196,8 +189,8 @@ class Analysis:
         def unavailable(reason: str) -> dict[str, Any]:
             return head | {"available": False, "reason": reason}
 
-        if not has_model(study.policy):
-            return unavailable(f"the {study.policy} policy fits no model of the values")
+        if not study.needs_history:
+            return unavailable(f"the {study.policy_name} policy fits no model of the values")
         if space.candidates is not None and space.candidates.kernel_kind is not None:
             return unavailable(
                 f"the study's prior kernel is given over its candidates ({space.candidates.kernel_kind}), "
@@ -209,11 +202,11 @@ class Analysis:
             ax, ay = axis(space, x, size), axis(space, y, size)
         except NoSurface as why:
             return unavailable(str(why))
-        key = (*_key(study, n_complete), study.policy_state_version, x, y, size)
+        key = (*_key(study, n_complete), study.state_version, x, y, size)
         return self._surfaces.get(key, lambda: self._compute_surface(study, space, n_complete, ax, ay, head))
 
     def _compute_surface(
-        self, study: Row, space: StudySpace, n_complete: int, ax: Any, ay: Any, head: dict[str, Any]
+        self, study: StudyHandle, space: StudySpace, n_complete: int, ax: Any, ay: Any, head: dict[str, Any]
     ) -> dict[str, Any]:
         from localbo.analysis.surface import points
 
@@ -250,7 +243,7 @@ class Analysis:
         }
 
     def _fixed_point(
-        self, study: Row, space: StudySpace, n_complete: int
+        self, study: StudyHandle, space: StudySpace, n_complete: int
     ) -> tuple[list[float] | None, dict[str, Any], str]:
         """Where the other parameters are held: the policy's centre when its display has one, else the best
         trial (unit-cube point, the same in user units, "centre" | "best")."""

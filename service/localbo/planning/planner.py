@@ -23,10 +23,10 @@ from sqlalchemy.engine import Connection
 from localbo.config import Settings
 from localbo.planning.claims import Claims, Waited
 from localbo.planning.jobs import Jobs
-from localbo.planning.runner import Plan, PolicyRunner, policy_state
-from localbo.policies import get_policy
+from localbo.planning.runner import Plan, PolicyRunner
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
+from localbo.study_handle import load_study
 
 
 class Planner:
@@ -88,17 +88,14 @@ class Planner:
             in_plan = repo.count_plan(conn, study_id)
             if in_plan >= need or (ahead and in_plan):
                 return
-            cls = get_policy(study.policy)
-            space = self.spaces.of(conn, study)
-            finite = space.candidates is not None
-            done, pending = repo.history(conn, study_id) if cls.needs_history or finite else ([], [])
+            handle = load_study(study, self.spaces.of(conn, study))
+            finite = handle.space.candidates is not None
+            done, pending = repo.history(conn, study_id) if handle.needs_history or finite else ([], [])
             failed = repo.failed_candidates(conn, study_id) if finite else []
-        if ahead:
-            state, _ = policy_state(cls, study)
-            if not cls.plans_now(state, len(done), len(pending)):
-                return
+        if ahead and not handle.plans_now(len(done), len(pending)):
+            return
         with self.claims.renewing(study_id, token):
-            plan = self.runner.run(study, space, done, pending, need - in_plan, failed)
+            plan = self.runner.run(handle, done, pending, need - in_plan, failed)
         with self.write.begin() as conn:
             current = repo.get_study_by_id(conn, study_id, for_update=True)
             # the same study (SQLite reuses a deleted study's id: its creation time tells them apart),

@@ -20,10 +20,11 @@ from localbo import metrics
 from localbo.config import Settings
 from localbo.domain import StudySpace
 from localbo.planning.fallback import fallback_points, mixed_seed
-from localbo.policies import SuggestRequest, get_policy
-from localbo.policies.base import FiniteSpace, Policy, PolicyState, SpaceStructure
+from localbo.policies import PolicyConfig, SuggestRequest
+from localbo.policies.base import FiniteSpace, SpaceStructure
 from localbo.storage.models import utcnow
 from localbo.storage.repository import PlanPoint
+from localbo.study_handle import StudyHandle
 from localbo.workers import Executor
 from localbo.workers.base import PolicyTimeout
 
@@ -40,85 +41,68 @@ class Plan:
     error: str | None  # why the points are fallback points, or why the state restarted
 
 
-def policy_state(cls: type[Policy], study: Row) -> tuple[PolicyState, str | None]:
-    """The study's stored state as the policy's typed State (migrated), and why it restarted, if it did."""
-    state, note = cls.load_state(study.policy_state or None)
-    if note:
-        log.warning(
-            "study %s: the %s policy's stored state was not usable (%s); it starts afresh", study.name, cls.name, note
-        )
-    return state, note
-
-
-def rng_seed(study: Row) -> int:
+def rng_seed(study: StudyHandle) -> int:
     """Seeds the request's generator: the study's seed and how many plans it stored before."""
-    return mixed_seed(study.seed, RNG_SALT, study.policy_state_version)
+    return mixed_seed(study.seed, RNG_SALT, study.state_version)
 
 
 class PolicyRunner:
     def __init__(self, settings: Settings, executor: Executor, device: torch.device) -> None:
         self.settings, self.executor, self.device = settings, executor, device
 
-    def queue_for(self, study: Row, n: int, dim: int) -> str:
-        """The worker queue: the study's config says, else its size (observations x parameters)."""
-        queue = (study.policy_config or {}).get("queue", "auto")
+    def queue_for(self, study: StudyHandle, n: int) -> str:
+        """The worker queue: the study's policy says, else its size (observations x parameters)."""
+        queue = study.queue()
         if queue != "auto":
-            return str(queue)
-        size = n * dim
+            return queue
+        size = n * study.space.dim
         return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
 
     def run(
-        self,
-        study: Row,
-        space: StudySpace,
-        done: Sequence[Row],
-        pending: Sequence[Row],
-        short: int,
-        failed: list[int],
+        self, study: StudyHandle, done: Sequence[Row], pending: Sequence[Row], short: int, failed: list[int]
     ) -> Plan:
         """A plan of at least ``short`` points for ``study`` given its completed and pending rows."""
-        cls = get_policy(study.policy)
-        state, note = policy_state(cls, study)
-        config = cls.Config.model_validate(study.policy_config)
+        space, cls, config = study.space, study.policy, study.config
+        if cls is None or config is None:  # the study cannot run its policy: fallback points, and why
+            metrics.policy_outcomes.labels(study.policy_name, "unloadable").inc()
+            return self.fallback(study, done, pending, short, failed, study.problem or "the policy cannot run")
         try:
-            request = self.request(study, space, cls, state, config, done, pending, short, failed)
+            request = self.request(study, config, done, pending, short, failed)
             local = space.candidates is not None or not cls.needs_history
-            suggestion = self.executor.run(
-                cls.name,
-                request,
-                self.queue_for(study, len(done), space.dim),
-                self.settings.policy_timeout_seconds,
-                local=local,
-            )
+            queue = self.queue_for(study, len(done))
+            suggestion = self.executor.run(cls.name, request, queue, self.settings.policy_timeout_seconds, local=local)
             points = self.points(cls.name, space, suggestion, request, short)
             metrics.policy_outcomes.labels(cls.name, "ok").inc()
-            return Plan(study.policy_state_version, points, cls.dump_state(suggestion.state), note)
+            return Plan(study.state_version, points, cls.dump_state(suggestion.state), study.state_note)
         except CancelledError:
             raise  # the server is shutting down: no fallback plan, no error on the study
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
             metrics.policy_outcomes.labels(cls.name, "timeout" if isinstance(exc, PolicyTimeout) else "failed").inc()
-            generator = torch.Generator().manual_seed(mixed_seed(study.seed, FAILURE_SALT, study.policy_state_version))
-            taken = self.taken(space, done, pending, failed)
-            box = None if space.candidates is not None else cls.fallback_box(state, config, space.dim)
-            points = fallback_points(space, short, generator, box, taken)
-            error = f"{utcnow().isoformat()} {type(exc).__name__}: {exc}"
-            return Plan(study.policy_state_version, points, None, error)
+            return self.fallback(study, done, pending, short, failed, f"{type(exc).__name__}: {exc}")
+
+    def fallback(
+        self, study: StudyHandle, done: Sequence[Row], pending: Sequence[Row], short: int, failed: list[int], why: str
+    ) -> Plan:
+        """A plan of seeded fallback points (the study's state kept), recording ``why``."""
+        generator = torch.Generator().manual_seed(mixed_seed(study.seed, FAILURE_SALT, study.state_version))
+        space = study.space
+        taken = self.taken(space, done, pending, failed)
+        box = None if space.candidates is not None else study.fallback_box()
+        points = fallback_points(space, short, generator, box, taken)
+        return Plan(study.state_version, points, None, f"{utcnow().isoformat()} {why}")
 
     def request(
         self,
-        study: Row,
-        space: StudySpace,
-        cls: type[Policy],
-        state: PolicyState,
-        config: Any,
+        study: StudyHandle,
+        config: PolicyConfig,
         done: Sequence[Row],
         pending: Sequence[Row],
         short: int,
         failed: list[int],
     ) -> SuggestRequest:
+        space = study.space
         dim = space.dim
-        sign = 1.0 if study.direction == "minimize" else -1.0  # policies minimise
 
         def tensor(rows: list, n_cols: int) -> torch.Tensor:
             return torch.tensor(rows, dtype=torch.float64, device=self.device).reshape(-1, n_cols)
@@ -126,11 +110,11 @@ class PolicyRunner:
         return SuggestRequest(
             dim=dim,
             X=tensor([r.x for r in done], dim),
-            y=tensor([sign * r.value for r in done], 1).reshape(-1),
+            y=tensor([study.sign * r.value for r in done], 1).reshape(-1),  # policies minimise
             numbers=torch.tensor([r.number for r in done], dtype=torch.long, device=self.device),
             X_pending=tensor([r.x for r in pending], dim),
             count=short,
-            state=state,
+            state=study.state,
             config=config,
             seed=study.seed,
             rng_seed=rng_seed(study),

@@ -23,6 +23,9 @@ that the engine handles each kind with one ``except``:
 - a stored state that cannot be loaded (a newer version, a failed ``migrate``, a layout that no
   longer validates): ``load_state`` returns a fresh state and a note; the engine goes on with the
   fresh state and records the note loudly on the study.
+- a stored config that cannot be loaded (a field renamed or removed without a ``migrate``, a newer
+  version): ``load_config`` returns None and why; the engine serves the study fallback points and
+  records why on the study (a config cannot restart: it is what the user chose).
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ class StateMigrationError(PolicyError):
     """A stored state of an older layout that ``PolicyState.migrate`` cannot bring up to date."""
 
 
+class ConfigMigrationError(PolicyError):
+    """A stored config of an older layout that ``PolicyConfig.migrate`` cannot bring up to date."""
+
+
 class PolicyConfig(BaseModel):
     """Base of every policy's config: unknown keys are an error, not silently ignored.
 
@@ -62,6 +69,14 @@ class PolicyConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # Stored configs hold every default: bump ``version`` when a field is renamed or removed (or changes
+    # meaning) and override ``migrate``, so that the studies created before still load.
+    version: ClassVar[int] = 1
+
+    @classmethod
+    def migrate(cls, raw: dict[str, Any], from_version: int) -> dict[str, Any]:
+        """The raw config stored at ``from_version`` (< version), in the current layout."""
+        raise ConfigMigrationError(f"{cls.__name__} has no migration from v{from_version} to v{cls.version}")
 
 
 def only_on(*kinds: str) -> dict[str, Any]:
@@ -94,6 +109,7 @@ class PolicyState(BaseModel):
 
 
 S = TypeVar("S", bound=PolicyState)
+C = TypeVar("C", bound=PolicyConfig)
 
 
 def state_as(state: PolicyState, cls: type[S]) -> S:
@@ -101,6 +117,13 @@ def state_as(state: PolicyState, cls: type[S]) -> S:
     if not isinstance(state, cls):
         raise TypeError(f"expected a {cls.__name__}, got a {type(state).__name__}")
     return state
+
+
+def config_as(config: PolicyConfig, cls: type[C]) -> C:
+    """``config`` as the policy's own Config class (a TypeError if the engine passed another policy's)."""
+    if not isinstance(config, cls):
+        raise TypeError(f"expected a {cls.__name__}, got a {type(config).__name__}")
+    return config
 
 
 class Progress(BaseModel):
@@ -258,6 +281,28 @@ class Policy(ABC):
             )
 
     @classmethod
+    def load_config(cls, saved: Mapping[str, Any] | None, version: int) -> tuple[PolicyConfig | None, str | None]:
+        """The Config stored as ``saved`` at ``version`` (migrated when older), or None and why it cannot load."""
+        current = cls.Config.version
+        try:
+            if version > current:
+                raise ConfigMigrationError(f"config v{version} is newer than this server's v{current}")
+            raw = dict(saved or {})
+            return cls.Config.model_validate(raw if version == current else cls.Config.migrate(raw, version)), None
+        except Exception as exc:  # whatever the reason, the study cannot run this policy as configured
+            return None, f"{cls.name}: the stored policy config v{version} could not be loaded ({_brief(exc)})"
+
+    @classmethod
+    def queue(cls, config: PolicyConfig) -> str:
+        """The worker queue this study's suggests go to: "auto" (by size), "cpu" or "gpu"."""
+        return "auto"
+
+    @classmethod
+    def kernel(cls, config: PolicyConfig) -> str:
+        """The GP kernel the policy models the objective with (the dashboard's analysis uses the same)."""
+        return "rbf"
+
+    @classmethod
     def dump_state(cls, state: PolicyState) -> dict[str, Any]:
         """What the engine stores: ``{"schema": State.version, "data": JSON}``."""
         return {"schema": cls.State.version, "data": state_as(state, cls.State).model_dump(mode="json")}
@@ -279,6 +324,12 @@ class Policy(ABC):
 
     @abstractmethod
     def suggest(self, request: SuggestRequest) -> Suggestion: ...
+
+
+def _brief(exc: Exception) -> str:
+    """A validation error's first line and its count, not pydantic's multi-line essay."""
+    text = str(exc).strip().splitlines()
+    return "; ".join(line.strip() for line in text[:3])
 
 
 def _registry() -> dict[str, type[Policy]]:

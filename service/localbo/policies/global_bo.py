@@ -41,6 +41,7 @@ from localbo.policies.base import (
     PolicyState,
     Suggestion,
     SuggestRequest,
+    config_as,
     only_on,
     state_as,
 )
@@ -201,6 +202,10 @@ class GlobalPolicy(Policy):
                 "space",
                 f"{cls.name} supports at most {SOBOL_MAX_DIM} coordinates (a categorical: one per choice), got {dim}",
             )
+
+    @classmethod
+    def kernel(cls, config: PolicyConfig) -> str:
+        return config_as(config, GlobalConfig).kernel
 
     @classmethod
     def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:

@@ -41,6 +41,7 @@ from localbo.policies.base import (
     Progress,
     Suggestion,
     SuggestRequest,
+    config_as,
     state_as,
 )
 from localbo.policies.exploration import explore, local_box
@@ -152,6 +153,14 @@ class LocalPolicy(Policy):
     def check_study(cls, dim: int, config: LocalConfig) -> None:  # type: ignore[override]
         if config.x0 is not None and len(config.x0) != dim:
             raise PolicyConfigError("policy_config.x0", f"expected {dim} values in [0, 1], got {len(config.x0)}")
+
+    @classmethod
+    def queue(cls, config: PolicyConfig) -> str:
+        return config_as(config, LocalConfig).queue
+
+    @classmethod
+    def kernel(cls, config: PolicyConfig) -> str:
+        return config_as(config, LocalConfig).kernel
 
     @classmethod
     def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:

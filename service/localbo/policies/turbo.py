@@ -125,6 +125,10 @@ class Turbo(Policy):
     State = TurboState
 
     @classmethod
+    def kernel(cls, config: PolicyConfig) -> str:
+        return "matern52"  # what ``suggest`` fits
+
+    @classmethod
     def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:
         return n_running == 0  # the next batch once this one's results are all in
 

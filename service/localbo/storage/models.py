@@ -52,6 +52,7 @@ class Study(Base):
     space: Mapped[dict] = mapped_column(JSON)
     policy: Mapped[str] = mapped_column(String(64))
     policy_config: Mapped[dict] = mapped_column(JSON)
+    policy_config_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # its Config.version
     user_metadata: Mapped[dict] = mapped_column(JSON)
     seed: Mapped[int] = mapped_column(Integer)
     # Policy state and its version: the version is bumped on every write so that a plan

@@ -1,8 +1,12 @@
 """Requests and suggestions as JSON-able dicts, for the trip to a worker and back (tensors as lists).
 
-A request's state travels as ``state.model_dump(mode="json")`` and comes back through the policy's
-``State.model_validate``; its generator travels as ``rng_seed`` and is rebuilt from it. Finite-space
-requests (the candidates) are computed where they are cached and never sent.
+Versioned, because an API process and a worker may run different releases during an upgrade: every
+message carries ``wire`` (this layout's version), the state as ``dump_state`` writes it (its schema
+version beside it) and the config with its ``Config.version``. A side that reads a newer message
+than it knows, or a state or config it cannot migrate, raises ``WireError`` saying which side to
+upgrade: the suggest then fails like any policy error (fallback points, the reason on the study),
+never with a fresh state that would overwrite the study's. The generator travels as ``rng_seed``.
+Finite-space requests (the candidates) are computed where they are cached and never sent.
 """
 
 from __future__ import annotations
@@ -11,13 +15,42 @@ from typing import Any
 
 import torch
 
-from localbo.policies import SpaceStructure, Suggestion, SuggestRequest, get_policy
+from localbo.policies import Policy, PolicyConfig, PolicyState, SpaceStructure, Suggestion, SuggestRequest, get_policy
+
+WIRE_VERSION = 2  # 1: no version field, a bare state and config
+
+
+class WireError(ValueError):
+    """A message this side cannot read (a newer layout, a state or config it cannot load)."""
+
+
+def _check_version(data: dict[str, Any], what: str) -> None:
+    version = data.get("wire", 1)
+    if version != WIRE_VERSION:
+        older = "this side" if isinstance(version, int) and version > WIRE_VERSION else "the sender"
+        raise WireError(f"{what} of wire format v{version}, this side reads v{WIRE_VERSION}: upgrade {older}")
+
+
+def _state(cls: type[Policy], saved: Any) -> PolicyState:
+    state, note = cls.load_state(saved)
+    if note:  # never compute from a fresh state in its place: the result would overwrite the study's
+        raise WireError(note)
+    return state
+
+
+def _config(cls: type[Policy], data: dict[str, Any]) -> PolicyConfig:
+    config, problem = cls.load_config(data["config"], int(data["config_version"]))
+    if config is None:
+        raise WireError(problem)
+    return config
 
 
 def request_to_wire(policy: str, request: SuggestRequest) -> dict[str, Any]:
     if request.finite is not None:
         raise ValueError("finite-space requests are computed in the process that holds the candidates")
+    cls = get_policy(policy)
     return {
+        "wire": WIRE_VERSION,
         "policy": policy,
         "dim": request.dim,
         "X": request.X.detach().cpu().tolist(),  # n x d
@@ -25,8 +58,9 @@ def request_to_wire(policy: str, request: SuggestRequest) -> dict[str, Any]:
         "numbers": request.numbers.detach().cpu().tolist(),  # n
         "X_pending": request.X_pending.detach().cpu().tolist(),  # m x d
         "count": request.count,
-        "state": request.state.model_dump(mode="json"),
+        "state": cls.dump_state(request.state),  # {"schema": version, "data": ...}
         "config": request.config.model_dump(mode="json"),
+        "config_version": cls.Config.version,
         "seed": request.seed,
         "rng_seed": request.rng_seed,
         "space": {
@@ -38,6 +72,7 @@ def request_to_wire(policy: str, request: SuggestRequest) -> dict[str, Any]:
 
 
 def request_from_wire(data: dict[str, Any], device: torch.device) -> tuple[str, SuggestRequest]:
+    _check_version(data, "a request")
     cls = get_policy(data["policy"])
     d = int(data["dim"])
 
@@ -52,8 +87,8 @@ def request_from_wire(data: dict[str, Any], device: torch.device) -> tuple[str, 
         numbers=torch.tensor(data["numbers"], dtype=torch.long).reshape(-1),
         X_pending=tensor(data["X_pending"], (-1, d)),
         count=int(data["count"]),
-        state=cls.State.model_validate(data["state"]),
-        config=cls.Config.model_validate(data["config"]),
+        state=_state(cls, data["state"]),
+        config=_config(cls, data),
         seed=int(data["seed"]),
         rng_seed=int(data["rng_seed"]),
         space=SpaceStructure(
@@ -70,13 +105,15 @@ def suggestion_to_wire(suggestion: Suggestion, worker: str) -> dict[str, Any]:
     if suggestion.index is not None:
         raise ValueError("finite-space suggestions are not sent over the wire")
     return {
+        "wire": WIRE_VERSION,
         "X": suggestion.X.detach().to("cpu", torch.float64).tolist(),
-        "state": suggestion.state.model_dump(mode="json"),
+        "state": {"schema": suggestion.state.version, "data": suggestion.state.model_dump(mode="json")},
         "worker": worker,  # for logs; nothing reads it
     }
 
 
 def suggestion_from_wire(data: dict[str, Any], policy: str) -> Suggestion:
     """The suggestion of ``policy`` (whose ``State`` validates the state) from ``suggestion_to_wire``'s dict."""
+    _check_version(data, "a suggestion")
     cls = get_policy(policy)
-    return Suggestion(X=torch.tensor(data["X"], dtype=torch.float64), state=cls.State.model_validate(data["state"]))
+    return Suggestion(X=torch.tensor(data["X"], dtype=torch.float64), state=_state(cls, data["state"]))
