@@ -148,3 +148,94 @@ def test_a_config_version_is_stored_with_every_new_study(api: Any) -> None:
     with api.app.state.service.db.begin() as conn:
         stored = conn.execute(Study.__table__.select().where(Study.name == name)).one()
     assert stored.policy_config_version == PolicyConfig.version == get_policy("minucb").Config.version
+
+
+# -- one request, one unit of work -----------------------------------------------------------------
+
+
+def _study(api: Any, policy: str = "sobol", **config: Any) -> str:
+    name = unique()
+    body = {"name": name, "space": SPACE, "policy": policy, "policy_config": config, "seed": 3}
+    assert api.post(API, json=body).status_code == 201, name
+    return name
+
+
+def _trial(api: Any, name: str, number: int) -> dict[str, Any]:
+    return api.get(f"{API}/{name}/trials/{number}").json()
+
+
+def test_tell_and_ask_with_a_bad_ask_stores_nothing(api: Any) -> None:
+    name = _study(api)
+    (trial,) = api.post(f"{API}/{name}/ask").json()["trials"]
+    resp = api.post(f"{API}/{name}/trials/1/tell-and-ask", json={"tell": {"value": 0.25}, "ask": {"count": 5000}})
+    assert resp.status_code == 422 and resp.json()["detail"].startswith("count:"), resp.text
+    assert _trial(api, name, 1)["state"] == "running", "the tell was stored though the request was refused"
+    assert api.get(f"{API}/{name}").json()["summary"]["n_trials"] == 1
+    # control: the same request with a good ask stores both halves
+    ok = api.post(f"{API}/{name}/trials/1/tell-and-ask", json={"tell": {"value": 0.25}, "ask": {"count": 2}})
+    assert ok.status_code == 200 and ok.json()["told"]["value"] == 0.25 and len(ok.json()["trials"]) == 2
+
+
+def test_one_idempotency_key_for_tell_and_ask_on_two_trials_is_refused(api: Any) -> None:
+    name = _study(api)
+    api.post(f"{API}/{name}/ask", json={"count": 2})
+    key = {"Idempotency-Key": unique("k")}
+    first = api.post(f"{API}/{name}/trials/1/tell-and-ask", json={"tell": {"value": 1.0}}, headers=key)
+    assert first.status_code == 200
+    again = api.post(f"{API}/{name}/trials/1/tell-and-ask", json={"tell": {"value": 1.0}}, headers=key)
+    assert again.json() == first.json(), "a retry replays the whole answer"
+    other = api.post(f"{API}/{name}/trials/2/tell-and-ask", json={"tell": {"value": 2.0}}, headers=key)
+    assert other.status_code == 422 and other.json()["detail"].startswith("Idempotency-Key:"), other.text
+    assert _trial(api, name, 2)["state"] == "running", "the second call's tell was stored"
+    # the key of a plain ask does not replay for a tell-and-ask either
+    ask_key = {"Idempotency-Key": unique("k")}
+    api.post(f"{API}/{name}/ask", headers=ask_key)
+    mixed = api.post(f"{API}/{name}/trials/2/tell-and-ask", json={"tell": {"value": 2.0}}, headers=ask_key)
+    assert mixed.status_code == 422 and _trial(api, name, 2)["state"] == "running"
+
+
+def test_tell_and_ask_whose_plan_is_short_stores_the_tell_then_waits_for_the_policy(api: Any) -> None:
+    """The local policy plans from the told value: the tell commits first, the ask then gets the policy's points."""
+    name = _study(api, "minucb")
+    first = api.post(f"{API}/{name}/ask", json={"count": 3, "wait_seconds": 120}).json()["trials"]
+    for t in first[:-1]:
+        assert api.post(f"{API}/{name}/trials/{t['number']}/tell", json={"value": 1.0}).status_code == 200
+    body = {"tell": {"value": 0.5}, "ask": {"count": 2, "wait_seconds": 120}}
+    resp = api.post(f"{API}/{name}/trials/{first[-1]['number']}/tell-and-ask", json=body)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["told"]["value"] == 0.5
+    assert all(t["source"] == "minucb" for t in resp.json()["trials"]), resp.json()["trials"]
+
+
+# -- a trial's study, beyond its name --------------------------------------------------------------
+
+
+def test_a_stale_tell_never_lands_on_a_recreated_study(api: Any) -> None:
+    name = _study(api)
+    (old,) = api.post(f"{API}/{name}/ask").json()["trials"]
+    assert api.delete(f"{API}/{name}").status_code == 204
+    # deleted: a tell for its trial says the study is gone
+    gone = api.post(f"{API}/{name}/trials/1/tell", json={"value": 1.0, "token": old["token"]})
+    assert gone.status_code == 404, gone.text
+    assert api.post(API, json={"name": name, "space": SPACE, "policy": "sobol", "seed": 4}).status_code == 201
+    (new,) = api.post(f"{API}/{name}/ask").json()["trials"]
+    assert new["number"] == old["number"] == 1 and new["token"] != old["token"]
+
+    stale = api.post(f"{API}/{name}/trials/1/tell", json={"value": 9.0, "token": old["token"]})
+    assert stale.status_code == 409 and stale.json()["detail"].startswith("token:"), stale.text
+    combined = {"tell": {"value": 9.0, "token": old["token"]}, "ask": {"count": 1}}
+    assert api.post(f"{API}/{name}/trials/1/tell-and-ask", json=combined).status_code == 409
+    assert _trial(api, name, 1)["state"] == "running" and api.get(f"{API}/{name}").json()["summary"]["n_trials"] == 1
+    # the new trial's rig tells it with its own token; every trial record carries that token
+    ok = api.post(f"{API}/{name}/trials/1/tell", json={"value": 2.0, "token": new["token"]})
+    assert ok.status_code == 200 and ok.json()["token"] == new["token"]
+    assert _trial(api, name, 1)["token"] == new["token"]
+    assert api.get(f"{API}/{name}/best").json()["token"] == new["token"]
+
+
+def test_a_tell_without_a_token_works_as_before(api: Any) -> None:
+    """Old clients send only the number: studies never recreated keep working for them."""
+    name = _study(api)
+    api.post(f"{API}/{name}/ask")
+    assert api.post(f"{API}/{name}/trials/1/tell", json={"value": 1.0}).json()["value"] == 1.0
+    assert api.post(f"{API}/{name}/trials/1/tell", json={"value": 1.0}).status_code == 200  # a retry

@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
 
 import torch
 from sqlalchemy import Engine
@@ -27,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from localbo import idempotency, metrics
 from localbo.config import Settings
 from localbo.domain import Source, StudySpace, TrialState, iso, trial_out
+from localbo.domain.identity import study_token
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.planning.planner import Planner
@@ -41,6 +44,7 @@ log = logging.getLogger("localbo.asking")
 MAX_PLAN_ROUNDS = 20
 EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
 LATE_SALT = 104_729
+T = TypeVar("T")
 
 
 class _PlanShort(Exception):
@@ -48,6 +52,20 @@ class _PlanShort(Exception):
 
     def __init__(self, study_id: int, need: int) -> None:
         self.study_id, self.need = study_id, need
+
+
+@dataclass(frozen=True)
+class Unit(Generic[T]):
+    """The request an ask is part of: what its idempotency key covers (``op`` and ``identity``: the operation,
+    its path's trial number and its whole body), and what runs first in the ask's transaction."""
+
+    op: str
+    identity: dict[str, Any]
+    first: Callable[[Connection], T] | None = None
+
+
+def _first(unit: Unit[T] | None, conn: Connection) -> T | None:
+    return unit.first(conn) if unit is not None and unit.first is not None else None
 
 
 @dataclass(frozen=True)
@@ -69,19 +87,21 @@ class Asking:
         client_id: str | None = None,
         key: str | None = None,
         wait_seconds: float | None = None,
+        unit: Unit | None = None,
     ) -> dict:
         """Hand out ``count`` trials; when the plan is short, wait for the study's planning job, ``wait_seconds``
-        (LOCALBO_ASK_WAIT_SECONDS when None, never more than LOCALBO_ASK_WAIT_MAX_SECONDS), then fall back."""
+        (LOCALBO_ASK_WAIT_SECONDS when None, never more than LOCALBO_ASK_WAIT_MAX_SECONDS), then fall back.
+        ``unit``: the request this ask belongs to, for its idempotency key (tell-and-ask)."""
         wait = self.settings.ask_wait_seconds if wait_seconds is None else wait_seconds
         deadline = time.monotonic() + min(wait, self.settings.ask_wait_max_seconds)
         for _ in range(MAX_PLAN_ROUNDS):
-            served = await self.tx.run_now(self.step, name, count, client_id, key)
+            _, served = await self.tx.run_now(self.step, name, count, client_id, key, False, unit)
             if not isinstance(served, Short):
                 return served
             job = self.planner.start(served.study_id, served.need)
             if not await _wait(job, deadline - time.monotonic()):
                 break
-        return await self.tx.run(self.step, name, count, client_id, key, True)
+        return (await self.tx.run(self.step, name, count, client_id, key, True, unit))[1]
 
     def ask_blocking(
         self,
@@ -95,15 +115,23 @@ class Asking:
         return asyncio.run(self.ask(name, count, client_id, key, wait_seconds))
 
     def step(
-        self, name: str, count: int, client_id: str | None, key: str | None, fallback: bool = False
-    ) -> dict | Short:
+        self,
+        name: str,
+        count: int,
+        client_id: str | None,
+        key: str | None,
+        fallback: bool = False,
+        unit: Unit[T] | None = None,
+    ) -> tuple[T | None, dict | Short]:
         """One write transaction: serve from the plan, or say how many points the plan must hold.
 
-        With ``fallback`` the points the plan lacks are made up at once (source "fallback").
+        With ``fallback`` the points the plan lacks are made up at once (source "fallback"). With ``unit``,
+        its ``first`` runs in the same transaction before the points are served (a tell): a short plan or any
+        error rolls both back. Its answer comes first in the pair (None without a unit).
         """
         if not 1 <= count <= self.settings.max_ask_count:
             raise InvalidInput("count", f"expected 1..{self.settings.max_ask_count}, got {count}")
-        body = {"count": count, "client_id": client_id}
+        op, body = (unit.op, unit.identity) if unit is not None else ("ask", {"count": count, "client_id": client_id})
         for attempt in range(2):
             try:
                 with self.write.begin() as conn:
@@ -111,21 +139,22 @@ class Asking:
                     if study is None:
                         raise NotFound(f"study {name!r} not found")
                     if study.idem_hash is not None:
-                        if study.idem_hash != idempotency.request_hash("ask", body):
+                        if study.idem_hash != idempotency.request_hash(op, body):
                             raise InvalidInput("Idempotency-Key", f"{key!r} was already used for a different request")
-                        return study.idem_response
+                        return _first(unit, conn), study.idem_response
                     # a read that waited for the lock may have missed a duplicate's committed answer; an unlocked
                     # one cannot (a duplicate committing after it fails on the key's unique index, and retries)
                     recheck = fallback and self._recheck_keys
-                    if recheck and (replay := idempotency.replay(conn, study.id, key, "ask", body)):
-                        return replay
+                    if recheck and (replay := idempotency.replay(conn, study.id, key, op, body)):
+                        return _first(unit, conn), replay
+                    first = _first(unit, conn)
                     response, sources = self._serve(conn, study, count, client_id, fallback)
-                    idempotency.remember(conn, study.id, key, "ask", body, response)
+                    idempotency.remember(conn, study.id, key, op, body, response)
                 metrics.count_asked(sources)  # committed: a rolled-back or replayed ask counts nothing
-                return response
+                return first, response
             except _PlanShort as short:  # rolled back: the points it popped are in the plan again
                 self._expiry_checked.pop(short.study_id, None)
-                return Short(short.study_id, short.need)
+                return None, Short(short.study_id, short.need)
             except IntegrityError:
                 # the same key stored by a concurrent duplicate: the next attempt replays its answer
                 if not key or attempt:
@@ -187,8 +216,9 @@ class Asking:
             for i, (x, source, candidate) in enumerate(planned)
         ]
         repo.insert_trials(conn, new)
-        out = [{**trial_out(r), "lease_expires_at": iso(lease)} for r in mine]
-        return {"trials": out + [trial_out(r) for r in new]}, [r["source"] for r in new]
+        token = study_token(study.id, study.created_at)
+        out = [{**trial_out(r, token), "lease_expires_at": iso(lease)} for r in mine]
+        return {"trials": out + [trial_out(r, token) for r in new]}, [r["source"] for r in new]
 
     def _pop_plan(self, conn: Connection, study: Row, need: int, space: StudySpace) -> list[repo.PlanPoint]:
         """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds.

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
 from localbo.domain import StudySpace, iso, study_out, trial_out
+from localbo.domain.identity import study_token
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
@@ -191,7 +192,8 @@ class Studies:
             rows = repo.list_trials(conn, study.id, after=after, limit=limit + 1, state=state)
         more = len(rows) > limit
         rows = rows[:limit]
-        return {"trials": [trial_out(r) for r in rows], "next_after": rows[-1].number if more else None}
+        token = study_token(study.id, study.created_at)
+        return {"trials": [trial_out(r, token) for r in rows], "next_after": rows[-1].number if more else None}
 
     def trial(self, name: str, number: int) -> TrialRecord:
         """One trial by its number, or NotFound naming it."""
@@ -200,13 +202,13 @@ class Studies:
             row = repo.get_trial(conn, study.id, number)
         if row is None:
             raise NotFound(f"trial {number} of study {name!r} not found")
-        return trial_out(row)
+        return trial_out(row, study_token(study.id, study.created_at))
 
     def best(self, name: str) -> TrialRecord | None:
         with self.db.begin() as conn:
             study = get_row(conn, name)
             row = repo.best_trial(conn, study.id, study.direction)
-        return trial_out(row) if row is not None else None
+        return trial_out(row, study_token(study.id, study.created_at)) if row is not None else None
 
     def policy_view(self, name: str) -> dict[str, Any]:
         """The policy's persisted state, what it displays, and its plan queue (points in user units)."""

@@ -8,6 +8,7 @@ the data starts the study's planning job (suggest-ahead), so the next ask is ser
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from localbo import idempotency
 from localbo.asking import sweep_expired
 from localbo.config import Settings
 from localbo.domain import Source, TrialState, trial_out
+from localbo.domain.identity import study_token
 from localbo.domain.records import TrialRecord
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.planner import Planner
@@ -37,6 +39,24 @@ def locked_trial(conn: Connection, name: str, number: int) -> Row:
     return trial
 
 
+def check_token(trial: Row, name: str, token: str | None) -> None:
+    """A tell that names its trial's study (``token``) reaches that study or none: after the name was deleted
+    and created again, a rig still holding an old trial must not complete the new study's trial of that number."""
+    if token is not None and token != study_token(trial.study_id, trial.study_created_at):
+        raise Conflict(
+            f"token: trial {trial.number} was asked from another study than the one now named {name!r} (was the "
+            "study deleted and created again?); this study's trial of that number is another point, so the tell "
+            "was not stored"
+        )
+
+
+@dataclass(frozen=True)
+class Told:
+    trial: TrialRecord
+    study_id: int
+    plan_ahead: bool  # the tell finished an open trial and the plan is empty: plan once it commits
+
+
 def finite_value(value: float | None) -> float:
     if value is None or isinstance(value, bool) or not math.isfinite(value):
         raise InvalidInput("value", f"expected a finite number, got {value!r}")
@@ -47,28 +67,52 @@ class Telling:
     def __init__(self, settings: Settings, write: Engine, spaces: Spaces, planner: Planner) -> None:
         self.settings, self.write, self.spaces, self.planner = settings, write, spaces, planner
 
-    def tell(self, name: str, number: int, value: float | None = None, *, failed: str | None = None) -> TrialRecord:
-        """Complete (``value``) or fail (``failed`` = reason) a running or stale trial."""
+    def tell(
+        self, name: str, number: int, value: float | None = None, *, failed: str | None = None, token: str | None = None
+    ) -> TrialRecord:
+        """Complete (``value``) or fail (``failed`` = reason) a running or stale trial, in a transaction of its own."""
+        with self.write.begin() as conn:
+            told = self.tell_in(conn, name, number, value, failed=failed, token=token)
+        self.after(told)
+        return told.trial
+
+    def tell_in(
+        self,
+        conn: Connection,
+        name: str,
+        number: int,
+        value: float | None = None,
+        *,
+        failed: str | None = None,
+        token: str | None = None,
+    ) -> Told:
+        """The tell inside the caller's transaction; ``after`` it commits, ``after(told)`` plans ahead.
+
+        ``token`` (the trial's, as its ask answered): the tell reaches that study's trial or none.
+        """
         state, reason = (TrialState.COMPLETE, None) if failed is None else (TrialState.FAILED, failed)
         told = finite_value(value) if failed is None else None
-        with self.write.begin() as conn:
-            # The common case in one statement: the trial is open, so finish it.
-            done = repo.finish_open_trial(conn, name, number, state.value, told, reason, utcnow())
+        # The common case in one statement: the trial is open, so finish it.
+        done = repo.finish_open_trial(conn, name, number, state.value, told, reason, utcnow())
         if done is not None:
-            if not done.plan_holds:  # suggest-ahead fills only an empty plan
-                self.planner.plan_ahead(done.study_id)
-            return trial_out(done)
-        with self.write.begin() as conn:
-            trial = locked_trial(conn, name, number)  # already finished (or missing): say how
-            if trial.state in TrialState.open():
-                raise Busy(f"trial {number} changed while being told; retry")
-            if trial.state == state and trial.value == told and (failed is None or trial.reason == reason):
-                return trial_out(trial)  # the same tell again: nothing to do
-            if trial.state == TrialState.COMPLETE:
-                raise Conflict(
-                    f"value: trial {number} was already told {trial.value}, not {told if failed is None else 'failed'}"
-                )
-            raise Conflict(f"state: trial {number} was already told failed ({trial.reason})")
+            check_token(done, name, token)  # raises: the caller's transaction rolls the update back
+            return Told(trial_out(done), done.study_id, not done.plan_holds)  # suggest-ahead fills only an empty plan
+        trial = locked_trial(conn, name, number)  # already finished (or missing): say how
+        check_token(trial, name, token)
+        if trial.state in TrialState.open():
+            raise Busy(f"trial {number} changed while being told; retry")
+        if trial.state == state and trial.value == told and (failed is None or trial.reason == reason):
+            return Told(trial_out(trial), trial.study_id, False)  # the same tell again: nothing to do
+        if trial.state == TrialState.COMPLETE:
+            raise Conflict(
+                f"value: trial {number} was already told {trial.value}, not {told if failed is None else 'failed'}"
+            )
+        raise Conflict(f"state: trial {number} was already told failed ({trial.reason})")
+
+    def after(self, told: Told) -> None:
+        """What a committed tell starts: the study's planning job, when its plan is empty."""
+        if told.plan_ahead:
+            self.planner.plan_ahead(told.study_id)
 
     def heartbeat(self, name: str, number: int) -> TrialRecord:
         """Extend a running trial's lease; a lease that already ran out stays expired (409), whatever the traffic."""
@@ -121,7 +165,7 @@ class Telling:
             }
             repo.insert_trials(conn, [row])
             repo.update_study(conn, study.id, trial_count=study.trial_count + 1)
-            out = trial_out(row)
+            out = trial_out(row, study_token(study.id, study.created_at))
             idempotency.remember(conn, study.id, key, "add", body, out)
         self.planner.plan_ahead(study.id)
         return out

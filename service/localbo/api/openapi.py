@@ -22,6 +22,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
+from localbo.api.schemas import TRIAL_TOKEN
+from localbo.export import CSV_COLUMNS
 from localbo.finite_space import MAX_CANDIDATES
 from localbo.policies import registry
 from localbo.space import MAX_CHOICES
@@ -110,12 +112,14 @@ class TellComplete(Described):
     value: float = Field(description="The objective value")
     state: Literal["complete"] = "complete"
     reason: str | None = Field(default=None, max_length=10_000)
+    token: str | None = TRIAL_TOKEN
 
 
 class TellFailed(Described):
     state: Literal["failed"]
     value: float | None = Field(default=None, description="Accepted and ignored")
     reason: str | None = Field(default=None, max_length=10_000, description="Why the trial failed")
+    token: str | None = TRIAL_TOKEN
 
 
 def operation_id(route: APIRoute) -> str:
@@ -224,6 +228,8 @@ def install(app: FastAPI, secured: bool, max_ask_count: int) -> None:
                 schemas.pop(unused, None)
             schemas["AskRequest"]["properties"]["count"]["maximum"] = max_ask_count  # LOCALBO_MAX_ASK_COUNT
             _links(spec["paths"])
+            exported = spec["paths"][STUDY + "/export"]["get"]  # the CSV's columns, in the REST reference too
+            exported["description"] = "\n\n".join(filter(None, [exported.get("description"), CSV_COLUMNS]))
             if secured:
                 components["securitySchemes"] = {
                     "bearer": {"type": "http", "scheme": "bearer", "description": "LOCALBO_TOKENS"}

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from localbo import json_values
@@ -33,6 +33,16 @@ Metadata = Annotated[
         f"{json_values.MAX_FREE_FORM_BYTES} bytes; finite numbers, valid Unicode without NUL",
     ),
 ]
+
+
+def _integral(value: Any) -> Any:
+    """An integral float (``94.0``) as the integer it is: JSON Schema's ``integer`` includes it. Anything else
+    goes on to the strict check unchanged (``94.5``, ``"94"`` and ``true`` stay refused)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# An integer field of a request body: what the document calls integer, 94.0 included
+WholeNumber = Annotated[int, BeforeValidator(_integral)]
 
 
 EARLIEST, LATEST = datetime(1970, 1, 2, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
@@ -106,7 +116,7 @@ class StudyCreate(Strict):
         None
     )
     metadata: Metadata | None = None
-    seed: int | None = Field(default=None, ge=0, lt=2**31, description="Fixes the policy's randomness")
+    seed: WholeNumber | None = Field(default=None, ge=0, lt=2**31, description="Fixes the policy's randomness")
 
 
 class StudySummary(BaseModel):
@@ -164,7 +174,7 @@ class StudyList(BaseModel):
 
 
 class AskRequest(Strict):
-    count: int = Field(default=1, ge=1, le=DB_INT_MAX, strict=True, description="How many trials to hand out")
+    count: WholeNumber = Field(default=1, ge=1, le=DB_INT_MAX, strict=True, description="How many trials to hand out")
     wait_seconds: float | None = Field(
         default=None,
         ge=0,
@@ -179,6 +189,13 @@ class AskRequest(Strict):
     )
 
 
+TRIAL_TOKEN = Field(
+    default=None,
+    max_length=64,
+    description="The trial's token as its ask answered: the tell then reaches that study's trial or none (409)",
+)
+
+
 class TrialOut(BaseModel):
     number: int
     state: Literal["running", "complete", "failed", "stale"]
@@ -191,6 +208,12 @@ class TrialOut(BaseModel):
     created_at: datetime
     completed_at: datetime | None
     candidate: str | None = Field(default=None, description="Finite spaces: the id of the candidate asked")
+    token: str | None = Field(
+        default=None,
+        description="Names the trial's study for good (a study deleted and created again under its name gets "
+        "another): send it back with the tell, and a tell meant for a deleted study's trial is refused (409) "
+        "instead of completing the new study's trial of that number",
+    )
 
 
 class AskResponse(BaseModel):
@@ -212,6 +235,7 @@ class TellRequest(Strict):
     value: float | None = Field(default=None, strict=True, allow_inf_nan=False, description="The objective value")
     state: Literal["complete", "failed"] = "complete"
     reason: str | None = Field(default=None, max_length=10_000, description="Why a trial failed")
+    token: str | None = TRIAL_TOKEN
 
 
 class TellAndAskRequest(Strict):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.engine import Connection
 
 from localbo import export as exports
 from localbo.api.auth import check_read, check_write
@@ -22,9 +23,11 @@ from localbo.api.schemas import (
     TrialList,
     TrialOut,
 )
+from localbo.asking import Short, Unit
 from localbo.bootstrap import Service
 from localbo.errors import InvalidInput
 from localbo.json_values import readable
+from localbo.telling import Told
 
 router = APIRouter(prefix="/api/v1/studies/{study}", tags=["trials"])
 TrialNumber = Annotated[int, Path(ge=1, le=DB_INT_MAX, description="The trial's number within its study")]
@@ -42,11 +45,11 @@ async def ask(
     study: StudyName,
     service: ServiceDep,
     who: Caller,
+    # no body: the defaults; documented as a plain optional AskRequest (not anyOf with null)
+    body: Annotated[AskRequest, Body(default_factory=AskRequest)],
     key: IdempotencyKey = None,
-    body: AskRequest | None = None,
 ) -> dict:
     check_write(who, study)
-    body = body or AskRequest()
     return await service.asking.ask(study, body.count, body.client_id, key, body.wait_seconds)
 
 
@@ -72,19 +75,31 @@ async def tell_and_ask(
     who: Caller,
     key: IdempotencyKey = None,
 ) -> dict:
-    """A worker's cycle in one round trip: tell trial ``number``, then ask for the next trials. Each half
-    keeps its meaning: the tell is idempotent by itself, and the ask replays its first answer for the same
-    ``Idempotency-Key``, so a retried call stores the result once and returns the same next trials."""
+    """A worker's cycle in one round trip: tell trial ``number``, then ask for the next trials.
+
+    One unit of work: the input is checked before anything is stored, and the tell and the ask's points
+    are committed together (a 4xx stores nothing). When the plan is short, the tell commits alone, so the
+    policy plans from its value, and the ask then waits for the plan as it does alone. The
+    ``Idempotency-Key`` covers the whole request (its trial number, its tell and its ask): a retried call
+    stores the result once and returns the same next trials; the key reused for another request is a 422."""
     check_write(who, study)
     ask = body.ask
-
-    def both() -> tuple[dict, object]:  # one hop to the transaction thread: the tell, then an ask from the plan
-        return _tell_now(service, study, number, body.tell), service.asking.step(study, ask.count, ask.client_id, key)
-
-    told, served = await service.tx.run_now(both)
-    if not isinstance(served, dict):  # the plan was short: the ask waits for the policy as it does alone
-        served = await service.asking.ask(study, ask.count, ask.client_id, key, ask.wait_seconds)
-    return {"told": told, "trials": served["trials"]}
+    unit = Unit(
+        "tell-and-ask",
+        {"number": number, "tell": body.tell.model_dump(mode="json"), "ask": ask.model_dump(exclude={"wait_seconds"})},
+        lambda conn: _tell_in(service, conn, study, number, body.tell),
+    )
+    told, served = await service.tx.run_now(service.asking.step, study, ask.count, ask.client_id, key, False, unit)
+    if told is not None:
+        service.telling.after(told)
+    if isinstance(served, Short):  # rolled back: the tell alone, then the ask waits for the policy
+        told = await service.tx.run_now(_tell_now, service, study, number, body.tell)
+        served = await service.asking.ask(
+            study, ask.count, ask.client_id, key, ask.wait_seconds, Unit(unit.op, unit.identity)
+        )
+        return {"told": told, "trials": served["trials"]}
+    assert told is not None
+    return {"told": told.trial, "trials": served["trials"]}
 
 
 async def _tell(service: Service, study: str, number: int, body: TellRequest) -> dict:
@@ -92,11 +107,18 @@ async def _tell(service: Service, study: str, number: int, body: TellRequest) ->
 
 
 def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> dict:
+    with service.write.begin() as conn:
+        told = _tell_in(service, conn, study, number, body)
+    service.telling.after(told)
+    return told.trial
+
+
+def _tell_in(service: Service, conn: Connection, study: str, number: int, body: TellRequest) -> Told:
     if body.state == "failed":
-        return service.telling.tell(study, number, failed=body.reason or "")
+        return service.telling.tell_in(conn, study, number, failed=body.reason or "", token=body.token)
     if body.value is None:
         raise InvalidInput("value", "expected a finite number (or state 'failed' with a reason)")
-    return service.telling.tell(study, number, body.value)
+    return service.telling.tell_in(conn, study, number, body.value, token=body.token)
 
 
 @router.post("/trials/{number}/heartbeat", response_model=TrialOut, responses=responses(*WRITE))

@@ -8,6 +8,8 @@ from typing import Any, TypedDict
 
 from sqlalchemy.engine import Row
 
+from localbo.domain.identity import study_token
+
 
 class TrialRecord(TypedDict):
     number: int
@@ -21,6 +23,7 @@ class TrialRecord(TypedDict):
     created_at: str | None
     completed_at: str | None
     candidate: str | None  # a finite space's candidate id
+    token: str | None  # names the trial's study for good (``identity.study_token``); a tell may send it back
 
 
 class StudySummary(TypedDict):
@@ -58,8 +61,12 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def trial_out(row: Row | Mapping[str, Any]) -> TrialRecord:
+def trial_out(row: Row | Mapping[str, Any], token: str | None = None) -> TrialRecord:
+    """The trial as the API returns it; ``token``: its study's (``identity.study_token``), else read from the row's
+    ``study_created_at`` when it has one."""
     r = row._mapping if isinstance(row, Row) else row
+    if token is None and r.get("study_created_at") is not None:
+        token = study_token(r["study_id"], r["study_created_at"])
     return {
         "number": r["number"],
         "state": r["state"],
@@ -72,6 +79,7 @@ def trial_out(row: Row | Mapping[str, Any]) -> TrialRecord:
         "created_at": iso(r["created_at"]),
         "completed_at": iso(r["completed_at"]),
         "candidate": r.get("candidate_id"),
+        "token": token,
     }
 
 

@@ -178,7 +178,7 @@ def insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 
 _LOCK_TRIAL = (
-    select(*TRIAL_COLUMNS)
+    select(*TRIAL_COLUMNS, studies.c.created_at.label("study_created_at"))
     .select_from(trials.join(studies, trials.c.study_id == studies.c.id))
     .where(studies.c.name == bindparam("name"), trials.c.number == bindparam("number"))
     .with_for_update(of=trials)
@@ -186,7 +186,8 @@ _LOCK_TRIAL = (
 
 
 def lock_trial(conn: Connection, name: str, number: int) -> Row | None:
-    """The trial, locked, found by its study's name and its number, in one round trip."""
+    """The trial, locked, found by its study's name and its number, in one round trip (with its study's
+    creation time, ``study_created_at``)."""
     return conn.execute(_LOCK_TRIAL, {"name": name, "number": number}).first()
 
 
@@ -207,7 +208,15 @@ _FINISH_OPEN_TRIAL = (
     )
     # whether the study's plan holds points, read in the same statement: suggest-ahead after the tell
     # needs no read (a connection and a thread hop) of its own when it does
-    .returning(*TRIAL_COLUMNS, exists().where(plan.c.study_id == trials.c.study_id).label("plan_holds"))
+    .returning(
+        *TRIAL_COLUMNS,
+        exists().where(plan.c.study_id == trials.c.study_id).label("plan_holds"),
+        # the study's identity beside its name: a tell that names its study (a trial token) is checked against it
+        select(studies.c.created_at)
+        .where(studies.c.id == trials.c.study_id)
+        .scalar_subquery()
+        .label("study_created_at"),
+    )
 )
 
 
@@ -215,7 +224,8 @@ def finish_open_trial(
     conn: Connection, name: str, number: int, state: str, value: float | None, reason: str | None, at: datetime
 ) -> Row | None:
     """Completes or fails a running (or stale) trial in one statement; None if it is not open. The row
-    also says whether the study's plan holds points (``plan_holds``)."""
+    also says whether the study's plan holds points (``plan_holds``) and when the study was created
+    (``study_created_at``)."""
     params = {
         "name": name,
         "b_number": number,
