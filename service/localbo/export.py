@@ -1,7 +1,18 @@
 """A study's trials as CSV or JSON, one implementation for the API and the CLI.
 
 CSV: one row per trial: number, state, value, each parameter in user units (a finite space: its
-parameters and the candidate's id), then the bookkeeping columns.
+parameters, then candidate, the candidate's id), then source, reason, created_at, completed_at.
+
+- A parameter's column is its name, or ``params.<name>`` where the name is one of the other columns'
+  (``value``, ``number``, ``state``...) or begins with ``params.``: no two columns share a name, and each
+  parameter's column depends on its own name only.
+- A text cell (a parameter's name, a text choice, a candidate id, a reason) that begins with ``=``, ``+``,
+  ``-``, ``@``, a tab, a carriage return or ``'`` gets a ``'`` in front (OWASP's advice against CSV
+  injection), so no spreadsheet runs it as a formula. Numbers are written as they are: -0.5 stays -0.5.
+
+A reader gets the text back by dropping one leading ``'`` from a cell (no number, time or state begins with
+one), then a parameter's name by dropping ``params.`` from a column that begins with it. ``CSV_COLUMNS``
+says the same in the OpenAPI document (the REST reference).
 """
 
 from __future__ import annotations
@@ -21,6 +32,20 @@ from localbo.storage.summary import summaries as summary_of
 from localbo.studies import get_row
 
 FORMATS = ("csv", "json")
+BOOKKEEPING = ("number", "state", "value", "candidate", "source", "reason", "created_at", "completed_at")
+NAMESPACE = "params."
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list: what a spreadsheet may run as a formula
+GUARD = "'"
+CSV_COLUMNS = (
+    "CSV columns: number, state, value, the parameters in space order (a finite space: then candidate, the "
+    "candidate's id), source, reason, created_at, completed_at. A parameter named like one of those columns "
+    f"({', '.join(BOOKKEEPING)}), or whose name begins with `{NAMESPACE}`, is the column `{NAMESPACE}<name>` "
+    "(`value` -> `params.value`); any other parameter's column is its name. Text cells (parameter names, "
+    "text choices, candidate ids, reasons) that begin with = + - @, a tab, a carriage return or ' have a ' put "
+    "in front, so no spreadsheet runs them as formulas: a reader drops one leading ' from any cell (no number, "
+    "time or state begins with one). Numbers are written as they are (-0.5 stays -0.5); true and false for "
+    "booleans, empty for null."
+)
 
 
 def load(db: Engine, name: str) -> tuple[StudyRecord, list[TrialRecord]]:
@@ -36,24 +61,42 @@ def parameter_names(space: dict[str, Any]) -> list[str]:
     return list(space["params"]) if is_finite_spec(space) else list(space)
 
 
+def column(name: str) -> str:
+    """A parameter's CSV column: its name, or ``params.<name>`` where the name is a bookkeeping column's or
+    begins with ``params.`` (so no two columns share a name, and each parameter's column depends on its
+    name alone)."""
+    return NAMESPACE + name if name in BOOKKEEPING or name.startswith(NAMESPACE) else name
+
+
+def text(value: str) -> str:
+    """A text cell a spreadsheet shows as text: a ' in front of one that begins with a formula's first
+    character (OWASP's CSV injection advice), or with ' itself, so a reader can drop exactly one."""
+    return GUARD + value if value.startswith((*FORMULA_STARTS, GUARD)) else value
+
+
 def cell(value: Any) -> str:
-    """A CSV cell: JSON spelling for booleans and null (``true``, not Python's ``True``), numbers exact."""
+    """A CSV cell: JSON spelling for booleans and null (``true``, not Python's ``True``), numbers exact,
+    text guarded (``text``)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):
+        return text(value)
     return str(value)
 
 
 def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
+    """The trials as CSV text (``CSV_COLUMNS``)."""
     names = parameter_names(study["space"])
     finite = is_finite_spec(study["space"])
     out = io.StringIO()
     writer = csv.writer(out)
     ids = ["candidate"] if finite else []
-    writer.writerow(["number", "state", "value", *names, *ids, "source", "reason", "created_at", "completed_at"])
+    header = ["number", "state", "value", *(text(column(n)) for n in names), *ids]
+    writer.writerow([*header, "source", "reason", "created_at", "completed_at"])
     for t in trials:
         writer.writerow(
             [
@@ -62,8 +105,8 @@ def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
                 cell(t["value"]),
                 *(cell(t["params"].get(n)) for n in names),
                 *([cell(t["candidate"])] if finite else []),
-                t["source"],
-                t["reason"] or "",
+                cell(t["source"]),
+                cell(t["reason"]),
                 t["created_at"],
                 t["completed_at"] or "",
             ]
