@@ -11,7 +11,9 @@ import csv
 import io
 from typing import Any
 
+import pytest
 from conftest import unique
+from test_bad_input import assert_error, unchanged
 
 API = "/api/v1/studies"
 DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
@@ -171,3 +173,52 @@ def test_the_cli_writes_the_same_guarded_csv(api: Any, tmp_path: Any) -> None:
     text = api.get(f"{API}/{name}/export", params={"format": "csv"}).text
     assert export.render(api.app.state.service.db, name, "csv") == text
     assert text.splitlines()[0].startswith("number,state,value,params.value,source")
+
+
+# -- item 8: contract leftovers ------------------------------------------------------------------
+
+
+def test_an_integral_float_count_is_the_integer_the_document_allows(api: Any) -> None:
+    name = create(api, {"x": {"type": "float", "low": 0, "high": 1}})
+    resp = api.post(f"{API}/{name}/ask", json={"count": 4.0})
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json()["trials"]) == 4
+    (told,) = ask(api, name, 1)
+    both = api.post(
+        f"{API}/{name}/trials/{told['number']}/tell-and-ask", json={"tell": {"value": 1.0}, "ask": {"count": 2.0}}
+    )
+    assert both.status_code == 200, both.text
+    assert len(both.json()["trials"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"),
+    [(2.5, "integer"), (0.0, "greater than or equal to 1"), (1001.0, "1..1000"), (True, "integer"), ("3", "integer")],
+    ids=["fractional", "zero", "above-max", "boolean", "string"],
+)
+def test_a_count_that_is_not_a_whole_number_in_range_is_still_a_422(api: Any, count: Any, expected: str) -> None:
+    name = create(api, {"x": {"type": "float", "low": 0, "high": 1}})
+    with unchanged(api, name):
+        assert_error(api.post(f"{API}/{name}/ask", json={"count": count}), 422, "count", expected)
+
+
+def test_an_integral_float_seed_is_accepted_and_a_fractional_one_refused(api: Any) -> None:
+    space = {"x": {"type": "float", "low": 0, "high": 1}}
+    name = unique("v3")
+    resp = api.post(API, json={"name": name, "space": space, "policy": "random", "seed": 12.0})
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["seed"] == 12 and isinstance(resp.json()["seed"], int)
+    refused = api.post(API, json={"name": unique("v3"), "space": space, "policy": "random", "seed": 12.5})
+    assert_error(refused, 422, "seed", "integer")
+
+
+def test_the_ask_body_is_documented_as_a_plain_optional_ask_request(api: Any) -> None:
+    body = api.get("/openapi.json").json()["paths"][f"{API}/{{study}}/ask"]["post"]["requestBody"]
+    assert body.get("required", False) is False
+    assert body["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/AskRequest"}
+    name = create(api, {"x": {"type": "float", "low": 0, "high": 1}})
+    resp = api.post(f"{API}/{name}/ask")  # no body at all: the defaults
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json()["trials"]) == 1
+    empty = api.post(f"{API}/{name}/ask", content=b"", headers={"content-type": "application/json"})
+    assert empty.status_code == 200, empty.text

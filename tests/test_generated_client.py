@@ -123,6 +123,17 @@ def test_create_ask_tell_and_export_csv(gen: ModuleType, client: Any) -> None:
     assert len(as_json["trials"]) == 2
 
 
+def test_an_ask_with_no_body_takes_the_defaults(gen: ModuleType, client: Any) -> None:
+    """The document has the ask body as a plain optional AskRequest (issue 26, item 8): called without one,
+    the client sends none (given anyOf [AskRequest, null], it crashed JSON-encoding its UNSET)."""
+    m = gen.models
+    body = m.StudyCreate(name="no-body", space=mixed_space(m), policy=m.StudyCreatePolicy("sobol"))
+    assert api(gen, "studies", "create_study").sync_detailed(client=client, body=body).status_code == 201
+    asked = api(gen, "trials", "ask").sync_detailed("no-body", client=client)
+    assert asked.status_code == 200, asked.content
+    assert len(asked.parsed.trials) == 1 and asked.parsed.trials[0].state == m.TrialOutState.RUNNING
+
+
 def test_errors_are_read_as_the_typed_error_model(gen: ModuleType, client: Any, server: ServerProcess) -> None:
     m = gen.models
     missing = api(gen, "studies", "get_study").sync_detailed("no-such-study", client=client)
