@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import unique
+from sqlalchemy import event
 from test_bad_input import assert_error, unchanged
 
 API = "/api/v1/studies"
@@ -222,3 +223,61 @@ def test_the_ask_body_is_documented_as_a_plain_optional_ask_request(api: Any) ->
     assert len(resp.json()["trials"]) == 1
     empty = api.post(f"{API}/{name}/ask", content=b"", headers={"content-type": "application/json"})
     assert empty.status_code == 200, empty.text
+
+
+def test_the_studies_list_costs_a_constant_number_of_statements(api: Any) -> None:
+    engine = api.app.state.service.studies.db
+    finite = {"kind": "finite", "candidates": [{"id": str(i), "params": {"a": float(i)}} for i in range(4)]}
+
+    def add(n: int) -> None:
+        for i in range(n):
+            name = create(api, finite if i % 2 else {"x": {"type": "float", "low": 0, "high": 1}})
+            trials = ask(api, name, 2)
+            tell(api, name, trials[0]["number"], value=float(i))
+
+    def statements() -> int:
+        seen: list[str] = []
+
+        def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            seen.append(statement)
+
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            resp = api.get(API)
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+        assert resp.status_code == 200, resp.text
+        return len(seen)
+
+    add(2)
+    few = statements()
+    add(6)
+    assert len(api.get(API).json()["studies"]) >= 8
+    assert statements() == few, "each study added costs statements of its own"
+    assert few <= 6
+
+
+def test_list_summaries_pick_the_best_as_before(api: Any) -> None:
+    """The grouped queries keep the per-study rules: the best is the best value, the lowest number on ties;
+    trials_since_improvement counts the completed trials numbered after it."""
+    for direction, values, since in (("minimize", [3.0, 1.0, 1.0, 2.0], 2), ("maximize", [1.0, 5.0, 0.0, 5.0], 2)):
+        name = create(api, {"x": {"type": "float", "low": 0, "high": 1}}, direction=direction)
+        trials = ask(api, name, 6)
+        for trial, value in zip(trials, values, strict=False):
+            tell(api, name, trial["number"], value=value)
+        tell(api, name, trials[4]["number"], state="failed", reason="late")
+        listed = {s["name"]: s["summary"] for s in api.get(API).json()["studies"]}[name]
+        assert listed == api.get(f"{API}/{name}").json()["summary"]
+        assert listed["trials_since_improvement"] == since
+        assert listed["best_value"] == (1.0 if direction == "minimize" else 5.0)
+        assert listed["candidates_remaining"] is None
+    empty = create(api, {"x": {"type": "float", "low": 0, "high": 1}})
+    ask(api, empty, 1)
+    listed = {s["name"]: s["summary"] for s in api.get(API).json()["studies"]}[empty]
+    assert listed["trials_since_improvement"] is None and listed["n_running"] == 1
+    finite = {"kind": "finite", "candidates": [{"id": str(i), "params": {"a": float(i)}} for i in range(5)]}
+    name = create(api, finite)
+    asked = ask(api, name, 3)
+    tell(api, name, asked[0]["number"], value=1.0)
+    listed = {s["name"]: s["summary"] for s in api.get(API).json()["studies"]}[name]
+    assert listed["candidates_remaining"] == 2 and listed["trials_since_improvement"] == 0

@@ -1,4 +1,4 @@
-"""A study's summary for the lists and the dashboard: counts, best, liveness, in one aggregate query per call.
+"""A study's summary for the lists and the dashboard: counts, best, liveness, in two statements per call.
 
 The queries of ``repository.py`` that only summarise (read, never lock), kept apart so that module stays the
 services' queries.
@@ -9,22 +9,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, exists, func, select
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.engine import Connection
 
 from localbo.storage.models import utcnow
-from localbo.storage.repository import candidates, studies, trials
+from localbo.storage.repository import studies, trials
 
 RESULT_STATES = ("complete", "failed")
 
 
 def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: datetime | None = None) -> dict[int, dict]:
-    """Per study: counts per state, the lowest and highest value, the latest creation and result times and
-    ``results_last_hour`` (trials completed or failed in the hour before ``now``), ``fallback`` and
-    ``last_fallback_at`` (trials handed out as fallback points: the policy failed or was late) in one
-    aggregate query;
-    then, per study, ``since_best`` (``trials_since_best``) and on a finite space ``asked_candidates``
-    (``asked_candidate_count``): two or three indexed queries each, no row reaches Python."""
+    """Per study with trials: counts per state, the lowest and highest value, the latest creation and result
+    times, ``results_last_hour`` (trials completed or failed in the hour before ``now``), ``fallback`` and
+    ``last_fallback_at`` (trials handed out as fallback points: the policy failed or was late),
+    ``asked_candidates`` (distinct candidates a trial holds, stale ones aside; 0 off finite spaces) and,
+    once one is complete, ``since_best`` (``since_best_query``).
+
+    Two statements whatever the number of studies (the studies list shows them all), no trial row reaches
+    Python."""
     hour_ago = (now or utcnow()) - timedelta(hours=1)
     query = select(
         trials.c.study_id,
@@ -42,51 +44,43 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
         ),
         func.sum(case((trials.c.source == "fallback", 1), else_=0)).label("fallback"),
         func.max(case((trials.c.source == "fallback", trials.c.created_at))).label("last_fallback_at"),
+        func.count(case((trials.c.state != "stale", trials.c.candidate)).distinct()).label("asked_candidates"),
     ).group_by(trials.c.study_id)
-    heads = select(
-        studies.c.id, studies.c.direction, exists().where(candidates.c.study_id == studies.c.id).label("finite")
-    )
-    if study_ids is not None:
-        ids = list(study_ids)
+    ids = None if study_ids is None else list(study_ids)
+    if ids is not None:
         query = query.where(trials.c.study_id.in_(ids))
-        heads = heads.where(studies.c.id.in_(ids))
     out = {row.study_id: row._asdict() for row in conn.execute(query)}
-    for head in conn.execute(heads):
-        summary = out.get(head.id)
-        if summary is None:
-            continue
-        if summary["complete"]:
-            summary["since_best"] = trials_since_best(conn, head.id, head.direction)
-        if head.finite:
-            summary["asked_candidates"] = asked_candidate_count(conn, head.id)
+    for row in conn.execute(since_best_query(ids)):
+        if row.study_id in out:
+            out[row.study_id]["since_best"] = int(row.since_best)
     return out
 
 
-def trials_since_best(conn: Connection, study_id: int, direction: str) -> int | None:
-    """Completed trials numbered after the study's best one (as ``best_trial`` picks it: the best value,
-    the lowest number on ties); None while none is complete."""
-    best = best_trial_number(conn, study_id, direction)
-    if best is None:
-        return None
-    query = select(func.count()).where(
-        trials.c.study_id == study_id, trials.c.number > best, trials.c.state == "complete"
+def since_best_query(study_ids: list[int] | None = None) -> Select:
+    """Per study with a completed trial: ``since_best``, the completed trials numbered after its best one
+    (the best value for its direction, the lowest number on ties: as ``repository.best_trial`` picks it)."""
+    complete = trials.c.state == "complete"
+    extremes = select(
+        trials.c.study_id, func.min(trials.c.value).label("low"), func.max(trials.c.value).label("high")
+    ).where(complete)
+    if study_ids is not None:
+        extremes = extremes.where(trials.c.study_id.in_(study_ids))
+    extreme = extremes.group_by(trials.c.study_id).subquery("extreme")
+    wanted = case((studies.c.direction == "minimize", extreme.c.low), else_=extreme.c.high)
+    best = (
+        select(trials.c.study_id, func.min(trials.c.number).label("number"))
+        .join(extreme, extreme.c.study_id == trials.c.study_id)
+        .join(studies, studies.c.id == trials.c.study_id)
+        .where(complete, trials.c.value == wanted)
+        .group_by(trials.c.study_id)
+        .subquery("best")
     )
-    return int(conn.execute(query).scalar_one())
-
-
-def best_trial_number(conn: Connection, study_id: int, direction: str) -> int | None:
-    order = trials.c.value.asc() if direction == "minimize" else trials.c.value.desc()
-    return conn.execute(
-        select(trials.c.number)
-        .where(trials.c.study_id == study_id, trials.c.state == "complete")
-        .order_by(order, trials.c.number)
-        .limit(1)
-    ).scalar_one_or_none()
-
-
-def asked_candidate_count(conn: Connection, study_id: int) -> int:
-    """Distinct candidates a trial of the study holds, stale ones aside (``held_candidates``, counted)."""
-    query = select(func.count(trials.c.candidate.distinct())).where(
-        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
+    later = trials.alias("later")
+    after_best = (
+        (later.c.study_id == best.c.study_id) & (later.c.state == "complete") & (later.c.number > best.c.number)
     )
-    return int(conn.execute(query).scalar_one())
+    return (
+        select(best.c.study_id, func.count(later.c.number).label("since_best"))
+        .select_from(best.outerjoin(later, after_best))
+        .group_by(best.c.study_id)
+    )
