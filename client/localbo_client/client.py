@@ -9,79 +9,31 @@ was lost hands back the same trials. A call keeps retrying for ``retry_for`` sec
 from __future__ import annotations
 
 import logging
-import math
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 import httpx
 
+from localbo_client import optimizing
 from localbo_client.errors import LocalboError, error_for
 from localbo_client.retrying import MAYBE_SENT, NOT_SENT, RetryPolicy, hinted_wait
+from localbo_client.trial import REASON_CHARS, Trial, finite
+
+__all__ = ["POLICY_WAIT_SECONDS", "Client", "Study", "Trial"]
 
 log = logging.getLogger("localbo_client")
 
 # A trial the client gives up on is failed on the server; when the service itself is why (it stayed down past
 # the retry budget) or the user interrupted, that last call gets only this long, then the lease is the backstop.
 ABANDON_RETRY_FOR = 5.0
-_REASON_CHARS = 1000  # an exception's text can be long; the reason only needs to say what happened
 SERVICE_ERRORS = (LocalboError, httpx.HTTPError)
 POLICY_WAIT_SECONDS = 900.0  # optimize's asks wait this long for the policy (the server's maximum by default)
-# Answers to a tell after which failing the trial is futile: it is gone, settled already, or not ours to change.
-SETTLED = frozenset({401, 403, 404, 409})
-
-
-@dataclass
-class Trial:
-    """One evaluation: ``params`` in the study's units; a context manager that fails on error."""
-
-    number: int
-    params: dict[str, Any]
-    state: str
-    value: float | None = None
-    reason: str | None = None
-    source: str = ""
-    lease_expires_at: datetime | None = None
-    candidate: str | None = None  # finite spaces: the id of the candidate
-    study: Study | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], study: Study | None = None) -> Trial:
-        lease = data.get("lease_expires_at")
-        return cls(
-            number=data["number"],
-            params=data["params"],
-            state=data["state"],
-            value=data.get("value"),
-            reason=data.get("reason"),
-            source=data.get("source", ""),
-            lease_expires_at=datetime.fromisoformat(lease.replace("Z", "+00:00")) if lease else None,
-            candidate=data.get("candidate"),
-            study=study,
-        )
-
-    def tell(self, value: float) -> Trial:
-        assert self.study is not None, "this trial is not bound to a study"
-        return self.study.tell(self, value)
-
-    def fail(self, reason: str) -> Trial:
-        assert self.study is not None, "this trial is not bound to a study"
-        return self.study.fail(self, reason)
-
-    def __enter__(self) -> Trial:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
-        """An exception in the block (the objective's, a tell that gave up, Ctrl-C) fails the trial, best effort,
-        and propagates; leaving the block without a tell fails it too."""
-        if self.study is None or self.state != "running":
-            return
-        if exc is not None:
-            self.study._abandon(self, f"{exc_type.__name__}: {exc}", exc)  # noqa: SLF001 - the study's own helper
-        else:
-            self.fail("the with-block ended without a tell")
+# How many of the trials it handed out a Study remembers (the latest), so that a tell by number reaches the Trial
+# and sends its token; a number it forgot, or never handed out, is told as it always was.
+REMEMBERED_TRIALS = 1024
 
 
 class Client:
@@ -202,10 +154,16 @@ class Client:
 
 
 class Study:
+    """One study on the server. It remembers the trials it handed out (the latest ``REMEMBERED_TRIALS``), so a
+    tell by number works as a tell of the ``Trial``: the trial learns it was told (a with-block that tells
+    ``trial.number`` ends cleanly) and the tell carries the trial's ``token``."""
+
     def __init__(self, client: Client, data: dict[str, Any]) -> None:
         self.client = client
         self.name: str = data["name"]
         self.info = data
+        self._handed_out: OrderedDict[int, Trial] = OrderedDict()  # number -> the latest Trial with that number
+        self._lock = threading.Lock()  # optimize's workers share the study
 
     def __repr__(self) -> str:
         return f"Study({self.name!r}, policy={self.info.get('policy')!r})"
@@ -218,8 +176,19 @@ class Study:
         self.info = self.client.request("GET", self._path)
         return self.info
 
-    def ask(self, count: int = 1, client_id: str | None = None, wait_seconds: float | None = None) -> Any:
-        """A ``Trial`` (count=1) or a list of ``count`` trials.
+    @overload
+    def ask(self, count: Literal[1] = 1, client_id: str | None = None, wait_seconds: float | None = None) -> Trial: ...
+
+    @overload
+    def ask(
+        self, count: int, client_id: str | None = None, wait_seconds: float | None = None
+    ) -> Trial | list[Trial]: ...
+
+    def ask(
+        self, count: int = 1, client_id: str | None = None, wait_seconds: float | None = None
+    ) -> Trial | list[Trial]:
+        """A ``Trial`` (count=1) or a list of ``count`` trials (typed ``Trial | list[Trial]`` unless ``count`` is
+        the literal 1: a count that may be 1 at run time hands out a ``Trial``).
 
         ``wait_seconds``: how long the server waits for the policy when its plan is empty before it hands out
         fallback points (None: the server's LOCALBO_ASK_WAIT_SECONDS; it cuts longer waits to its maximum).
@@ -230,26 +199,46 @@ class Study:
             body["wait_seconds"] = wait_seconds
             timeout = max(self.client.timeout, wait_seconds + 30.0)  # the answer may take that long
         data = self.client.request("POST", f"{self._path}/ask", json=body, idempotent=True, timeout=timeout)
-        trials = [Trial.from_json(t, self) for t in data["trials"]]
+        trials = self._hand_out(data["trials"])
         return trials[0] if count == 1 else trials
 
     def tell(self, trial: Trial | int, value: float) -> Trial:
-        value = _finite(value)
-        number = trial.number if isinstance(trial, Trial) else int(trial)
-        data = self.client.request(
-            "POST", f"{self._path}/trials/{number}/tell", json={"value": float(value)}, idempotent=True
-        )
-        return self._update(trial, data)
+        """Complete ``trial`` (a ``Trial`` or its number) with ``value``; returns the trial as the server left it."""
+        number, known = self._known(trial)
+        body = self._with_token({"value": finite(value)}, known)
+        data = self.client.request("POST", f"{self._path}/trials/{number}/tell", json=body, idempotent=True)
+        return self._learn(trial, known, data)
 
     def fail(self, trial: Trial | int, reason: str = "") -> Trial:
-        number = trial.number if isinstance(trial, Trial) else int(trial)
-        data = self.client.request(
-            "POST",
-            f"{self._path}/trials/{number}/tell",
-            json={"state": "failed", "reason": reason},
-            idempotent=True,
-        )
-        return self._update(trial, data)
+        """Fail ``trial`` (a ``Trial`` or its number), saying why."""
+        number, known = self._known(trial)
+        body = self._with_token({"state": "failed", "reason": reason}, known)
+        data = self.client.request("POST", f"{self._path}/trials/{number}/tell", json=body, idempotent=True)
+        return self._learn(trial, known, data)
+
+    @overload
+    def tell_and_ask(
+        self,
+        trial: Trial | int,
+        value: float | None = None,
+        *,
+        reason: str | None = None,
+        count: Literal[1] = 1,
+        client_id: str | None = None,
+        wait_seconds: float | None = None,
+    ) -> Trial: ...
+
+    @overload
+    def tell_and_ask(
+        self,
+        trial: Trial | int,
+        value: float | None = None,
+        *,
+        reason: str | None = None,
+        count: int,
+        client_id: str | None = None,
+        wait_seconds: float | None = None,
+    ) -> Trial | list[Trial]: ...
 
     def tell_and_ask(
         self,
@@ -260,14 +249,14 @@ class Study:
         count: int = 1,
         client_id: str | None = None,
         wait_seconds: float | None = None,
-    ) -> Any:
+    ) -> Trial | list[Trial]:
         """Tell ``trial`` its ``value`` (or fail it with ``reason``) and ask for the next ``count`` trials, in one
         round trip; returns the next ``Trial`` (count=1) or a list, and updates ``trial``. A retried call
         stores the result once and returns the same next trials (one Idempotency-Key for both halves)."""
         if (value is None) == (reason is None):
             raise ValueError("tell_and_ask: give a value, or a reason to fail the trial, not both")
-        number = trial.number if isinstance(trial, Trial) else int(trial)
-        tell = {"value": _finite(value)} if value is not None else {"state": "failed", "reason": reason}
+        number, known = self._known(trial)
+        tell = {"value": finite(value)} if value is not None else {"state": "failed", "reason": reason}
         ask: dict[str, Any] = {"count": count, "client_id": client_id}
         timeout = None
         if wait_seconds is not None:
@@ -276,25 +265,24 @@ class Study:
         data = self.client.request(
             "POST",
             f"{self._path}/trials/{number}/tell-and-ask",
-            json={"tell": tell, "ask": ask},
+            json={"tell": self._with_token(tell, known), "ask": ask},
             idempotent=True,
             timeout=timeout,
         )
-        self._update(trial, data["told"])
-        trials = [Trial.from_json(t, self) for t in data["trials"]]
+        self._learn(trial, known, data["told"])
+        trials = self._hand_out(data["trials"])
         return trials[0] if count == 1 else trials
 
     def heartbeat(self, trial: Trial | int) -> Trial:
-        number = trial.number if isinstance(trial, Trial) else int(trial)
-        return self._update(
-            trial, self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
-        )
+        """Extend ``trial``'s lease (a ``Trial`` or its number)."""
+        number, known = self._known(trial)
+        data = self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
+        return self._learn(trial, known, data)
 
     def add_trial(self, params: dict[str, Any], value: float) -> Trial:
         """Record an evaluation made elsewhere (warm start)."""
-        value = _finite(value)
         data = self.client.request(
-            "POST", f"{self._path}/trials", json={"params": params, "value": float(value)}, idempotent=True
+            "POST", f"{self._path}/trials", json={"params": params, "value": finite(value)}, idempotent=True
         )
         return Trial.from_json(data, self)
 
@@ -338,47 +326,68 @@ class Study:
         stop, and the first error is raised here. No trial is left ``running``: a worker whose tell gave up
         fails its trial (best effort), and an interrupt (Ctrl-C) here fails the trials the workers hold.
         """
-        from localbo_client.optimizing import optimize  # the worker loop lives in its own module
+        optimizing.optimize(self, fn, n_trials, n_workers, catch, wait_seconds)  # the worker loop's own module
 
-        optimize(self, fn, n_trials, n_workers, catch, wait_seconds)
-
-    def _abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None:
+    def abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None:
         """Fail a trial the client gives up on, so it does not stay ``running`` until its lease ends; best effort:
         it never raises a service error (``cause``, if any, is what the caller sees). When the service is why (it
         stayed down past the retry budget), the user interrupted, or there is no cause, only a short last try."""
         short = cause is None or isinstance(cause, (*SERVICE_ERRORS, KeyboardInterrupt, SystemExit))
         try:
-            self._update(
-                trial,
-                self.client.request(
-                    "POST",
-                    f"{self._path}/trials/{trial.number}/tell",
-                    json={"state": "failed", "reason": reason[:_REASON_CHARS]},
-                    idempotent=True,
-                    retry_for=min(ABANDON_RETRY_FOR, self.client.retry.retry_for) if short else None,
-                ),
+            data = self.client.request(
+                "POST",
+                f"{self._path}/trials/{trial.number}/tell",
+                json=self._with_token({"state": "failed", "reason": reason[:REASON_CHARS]}, trial),
+                idempotent=True,
+                retry_for=min(ABANDON_RETRY_FOR, self.client.retry.retry_for) if short else None,
             )
+            self._learn(trial, trial, data)
         except SERVICE_ERRORS as exc:
             note = f"localbo: trial {trial.number} could not be failed ({exc}); it stays running until its lease ends"
             log.warning(note)
             if cause is not None and hasattr(cause, "add_note"):  # Python >= 3.11
                 cause.add_note(note)
 
-    def _update(self, trial: Trial | int, data: dict[str, Any]) -> Trial:
-        fresh = Trial.from_json(data, self)
+    # -- the trials this study handed out -------------------------------------------------------------------------
+    def _hand_out(self, records: list[dict[str, Any]]) -> list[Trial]:
+        trials = [Trial.from_json(t, self) for t in records]
+        with self._lock:
+            for trial in trials:
+                self._handed_out.pop(trial.number, None)  # a number asked again (the study was created again)
+                self._handed_out[trial.number] = trial
+            while len(self._handed_out) > REMEMBERED_TRIALS:
+                self._handed_out.popitem(last=False)
+        return trials
+
+    def _known(self, trial: Trial | int) -> tuple[int, Trial | None]:
+        """The trial's number, and the ``Trial`` it stands for: itself, or the one this study handed out last
+        with that number (None: a number it forgot or never handed out)."""
         if isinstance(trial, Trial):
-            trial.state, trial.value, trial.reason = fresh.state, fresh.value, fresh.reason
-            trial.lease_expires_at = fresh.lease_expires_at
-            return trial
-        return fresh
+            return trial.number, trial
+        number = int(trial)
+        with self._lock:
+            return number, self._handed_out.get(number)
 
+    @staticmethod
+    def _with_token(body: dict[str, Any], known: Trial | None) -> dict[str, Any]:
+        """A tell's body, with the token of the trial's study instance where the server gave one."""
+        return body if known is None or known.token is None else {**body, "token": known.token}
 
-def _finite(value: float) -> float:
-    """JSON has no NaN or infinity; say so here rather than fail inside the encoder."""
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"value: expected a finite number, got {value}")
-    return value
+    def _learn(self, trial: Trial | int, known: Trial | None, data: dict[str, Any]) -> Trial:
+        """Update the trial told with the server's answer, and the one this study handed out under its number if
+        that is another object for the same trial (of the same study instance); returns the trial told, or a
+        fresh one for a number the study does not know."""
+        fresh = Trial.from_json(data, self)
+        instance = fresh.token if fresh.token is not None or known is None else known.token
+        with self._lock:
+            handed = self._handed_out.get(fresh.number)
+        targets = [] if known is None else [known]
+        if handed is not None and handed is not known and handed.token == instance:
+            targets.append(handed)
+        for target in targets:
+            target.state, target.value, target.reason = fresh.state, fresh.value, fresh.reason
+            target.lease_expires_at = fresh.lease_expires_at
+        return known or fresh
 
 
 def _detail(response: httpx.Response) -> str:

@@ -6,17 +6,31 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
-from localbo_client.client import _REASON_CHARS, SETTLED, Trial, _finite
 from localbo_client.errors import LocalboError
+from localbo_client.trial import REASON_CHARS, SETTLED, Trial, TrialOwner, finite
 
-if TYPE_CHECKING:
-    from localbo_client.client import Study
+
+class Optimized(TrialOwner, Protocol):
+    """What the worker loop asks of a study (``Study`` is one): its trials' calls, one trial at a time."""
+
+    def ask(self, count: Literal[1] = 1, client_id: str | None = None, wait_seconds: float | None = None) -> Trial: ...
+
+    def tell_and_ask(
+        self,
+        trial: Trial | int,
+        value: float | None = None,
+        *,
+        reason: str | None = None,
+        count: Literal[1] = 1,
+        client_id: str | None = None,
+        wait_seconds: float | None = None,
+    ) -> Trial: ...
 
 
 def optimize(
-    study: Study,
+    study: Optimized,
     fn: Callable[[dict[str, Any]], float],
     n_trials: int,
     n_workers: int,
@@ -41,19 +55,19 @@ def optimize(
         with lock:
             return next(budget, None) is not None
 
-    def evaluate(trial: Trial, client_id: str) -> Trial | None | bool:
+    def evaluate(trial: Trial, client_id: str) -> Trial | None:
         """Evaluate and tell one trial, asking for the next in the same round trip while the budget lasts:
-        the next trial, None when the budget is spent, False when the workers must stop."""
+        the next trial, or None when the budget is spent or the workers must stop."""
         value: float | None = None
         reason: str | None = None
         try:
-            value = _finite(fn(trial.params))
+            value = finite(fn(trial.params))
         except catch as exc:
-            reason = f"{type(exc).__name__}: {exc}"[:_REASON_CHARS]
+            reason = f"{type(exc).__name__}: {exc}"[:REASON_CHARS]
         except BaseException as exc:
             record(exc)  # first: the objective's error is the one raised, whatever becomes of the fail
-            study._abandon(trial, f"{type(exc).__name__}: {exc}", exc)
-            return False
+            study.abandon(trial, f"{type(exc).__name__}: {exc}", exc)
+            return None
         try:
             if not stop.is_set() and take():
                 return study.tell_and_ask(trial, value, reason=reason, client_id=client_id, wait_seconds=wait_seconds)
@@ -65,26 +79,26 @@ def optimize(
         except BaseException as exc:
             record(exc)
             if not (isinstance(exc, LocalboError) and exc.status in SETTLED):  # else a fail is futile
-                study._abandon(trial, f"abandoned: its tell failed ({type(exc).__name__}: {exc})", exc)
-            return False
+                study.abandon(trial, f"abandoned: its tell failed ({type(exc).__name__}: {exc})", exc)
+            return None
 
     def work(worker: int) -> None:
         client_id = f"optimize-{uuid.uuid4().hex[:8]}-{worker}"
         try:
             if stop.is_set() or not take():
                 return
-            trial: Trial | None | bool = study.ask(client_id=client_id, wait_seconds=wait_seconds)
-            while isinstance(trial, Trial):
+            trial: Trial | None = study.ask(client_id=client_id, wait_seconds=wait_seconds)
+            while trial is not None:
                 with lock:
                     if not interrupted:
                         held[worker] = trial
                 if interrupted:  # asked while the caller was interrupted: nobody will evaluate it
-                    study._abandon(trial, interrupted[0])
+                    study.abandon(trial, interrupted[0])
                     return
                 if stop.is_set():  # asked (with a tell) as another worker failed: nobody will evaluate it
                     with lock:
                         held.pop(worker, None)
-                    study._abandon(trial, "optimize stopped: another worker's call failed")
+                    study.abandon(trial, "optimize stopped: another worker's call failed")
                     return
                 try:
                     trial = evaluate(trial, client_id)
@@ -107,7 +121,7 @@ def optimize(
             abandoned = list(held.values())
             held.clear()
         for trial in abandoned:
-            study._abandon(trial, interrupted[0], exc)
+            study.abandon(trial, interrupted[0], exc)
         raise
     if errors:
         raise errors[0]

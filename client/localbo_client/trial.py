@@ -1,0 +1,91 @@
+"""``Trial``, one evaluation a study handed out, and what ``Study`` and its worker loop (``optimizing``) both need.
+
+This module imports neither of them: a trial reaches its study through ``TrialOwner``, the three calls it makes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+REASON_CHARS = 1000  # an exception's text can be long; a failed trial's reason only needs to say what happened
+# Answers to a tell after which failing the trial is futile: it is gone, settled already, or not ours to change.
+SETTLED = frozenset({401, 403, 404, 409})
+
+
+class TrialOwner(Protocol):
+    """What a trial asks of the study it came from (``Study`` is one)."""
+
+    def tell(self, trial: Trial | int, value: float) -> Trial: ...
+
+    def fail(self, trial: Trial | int, reason: str = "") -> Trial: ...
+
+    def abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None: ...
+
+
+@dataclass
+class Trial:
+    """One evaluation: ``params`` in the study's units; a context manager that fails on error.
+
+    ``token`` names the instance of the study the trial belongs to (a study deleted and created again under the
+    same name is another instance); each tell of the trial sends it, so the server refuses a tell meant for a
+    study that is gone rather than store it in its namesake. None from a server that sends no token."""
+
+    number: int
+    params: dict[str, Any]
+    state: str
+    value: float | None = None
+    reason: str | None = None
+    source: str = ""
+    lease_expires_at: datetime | None = None
+    candidate: str | None = None  # finite spaces: the id of the candidate
+    study: TrialOwner | None = field(default=None, repr=False, compare=False)
+    token: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], study: TrialOwner | None = None) -> Trial:
+        lease = data.get("lease_expires_at")
+        return cls(
+            number=data["number"],
+            params=data["params"],
+            state=data["state"],
+            value=data.get("value"),
+            reason=data.get("reason"),
+            source=data.get("source", ""),
+            lease_expires_at=datetime.fromisoformat(lease.replace("Z", "+00:00")) if lease else None,
+            candidate=data.get("candidate"),
+            study=study,
+            token=data.get("token"),
+        )
+
+    def tell(self, value: float) -> Trial:
+        assert self.study is not None, "this trial is not bound to a study"
+        return self.study.tell(self, value)
+
+    def fail(self, reason: str) -> Trial:
+        assert self.study is not None, "this trial is not bound to a study"
+        return self.study.fail(self, reason)
+
+    def __enter__(self) -> Trial:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+        """An exception in the block (the objective's, a tell that gave up, Ctrl-C) fails the trial, best effort,
+        and propagates; leaving the block without a tell fails it too. A tell by the study that handed the trial
+        out counts, whether it names the trial or its number."""
+        if self.study is None or self.state != "running":
+            return
+        if exc is not None:
+            self.study.abandon(self, f"{exc_type.__name__}: {exc}", exc)
+        else:
+            self.fail("the with-block ended without a tell")
+
+
+def finite(value: float) -> float:
+    """JSON has no NaN or infinity; say so here rather than fail inside the encoder."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"value: expected a finite number, got {value}")
+    return value
