@@ -49,7 +49,12 @@ class LocalService:
         return self.service.planner.jobs.running(self.study_id(name))
 
     def queue_for(self, study: Any, n: int) -> str:
-        return self.service.runner.queue_for(study, n, len(study.space))
+        """The worker queue of a ``studies`` row's suggests, with ``n`` observations."""
+        from localbo.study_handle import load_study
+
+        with self.db.begin() as conn:
+            space = self.service.spaces.of(conn, study)
+        return self.service.runner.queue_for(load_study(study, space), n)
 
     def close(self, wait: bool = False) -> None:
         self.service.close(wait)

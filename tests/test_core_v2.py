@@ -21,7 +21,7 @@ from conftest import make_settings, unique
 from harness.processes import ServerProcess
 from local_service import LocalService
 from localbo.caches import BoundedCache
-from localbo.planning.claims import Claims, Waited
+from localbo.planning.claims import Claims
 from localbo.policies import Policy, Suggestion, SuggestRequest, register
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
@@ -81,7 +81,9 @@ def test_a_recreated_study_never_receives_its_predecessors_plan(local) -> None:
     assert set(trial["params"]) == {"z"} and trial["source"] == "sobol"
 
 
-def test_waiting_for_another_process_plan_only_reads(local) -> None:
+def test_waiting_for_another_process_plan_only_reads_and_holds_no_thread(local) -> None:
+    from localbo.planning.outcomes import ClaimedElsewhere, Planned
+
     service = local()
     service.create_study("held", "minimize", SPACE, "sobol", seed=1)
     study_id = service.study_id("held")
@@ -97,12 +99,17 @@ def test_waiting_for_another_process_plan_only_reads(local) -> None:
 
     event.listen(service.db, "before_cursor_execute", count)
     try:
-        assert claims.wait(study_id, 1, time.monotonic() + 1.0) is Waited.TIMEOUT
+        status = claims.peek(study_id)
+        assert status is not None and status.claimed and status.planned == 0
+        # the planning job returns at once (no pool thread held while the other process computes)
+        assert isinstance(service.service.planner.plan(study_id, 1, False), ClaimedElsewhere)
     finally:
         event.remove(service.db, "before_cursor_execute", count)
     assert writes == []
     claims.release(study_id, "another-process")
-    assert claims.wait(study_id, 1, time.monotonic() + 1.0) is Waited.FREE
+    status = claims.peek(study_id)
+    assert status is not None and not status.claimed
+    assert isinstance(service.service.planner.plan(study_id, 1, False), Planned)
 
 
 def test_a_policy_past_its_timeout_gives_fallback_points_and_frees_the_claim(local) -> None:

@@ -239,3 +239,106 @@ def test_a_tell_without_a_token_works_as_before(api: Any) -> None:
     api.post(f"{API}/{name}/ask")
     assert api.post(f"{API}/{name}/trials/1/tell", json={"value": 1.0}).json()["value"] == 1.0
     assert api.post(f"{API}/{name}/trials/1/tell", json={"value": 1.0}).status_code == 200  # a retry
+
+
+# -- an ask waits until its deadline, however many rounds it loses -----------------------------------
+
+
+@pytest.fixture
+def local(db_url: str):  # noqa: ANN201
+    from conftest import make_settings
+    from local_service import LocalService
+
+    made: list[Any] = []
+
+    def make(**overrides: object) -> Any:
+        service = LocalService(make_settings(db_url, **overrides))
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        service.close(wait=True)
+
+
+def test_an_ask_that_keeps_losing_its_points_to_other_asks_waits_for_the_policy(local: Any) -> None:
+    """The defect: after 20 lost rounds an ask got a fallback point however long it might still wait."""
+    service = local(suggest_ahead=False, ask_wait_seconds=120)
+    name = unique()
+    service.create_study(name, "minimize", SPACE, "sobol", {"plan_ahead": 1}, seed=1)  # one point a plan
+    planner, asking = service.service.planner, service.service.asking
+    start, stolen = planner.start, []
+
+    def start_then_lose_the_race(study_id: int, need: int) -> Any:
+        job = start(study_id, need)
+        if len(stolen) < 30:  # another client is faster 30 times in a row
+            job.result(timeout=60)
+            _, served = asking.step(name, 1, f"faster-client-{len(stolen)}", None)
+            stolen.append(served["trials"][0]["number"])
+        return job
+
+    planner.start = start_then_lose_the_race
+    (trial,) = service.ask(name, 1, "patient-client")["trials"]
+    assert len(stolen) == 30
+    assert trial["source"] == "sobol", "the ask gave up before its wait was over"
+    assert service.get_study(name)["summary"]["n_fallback"] == 0
+
+
+def test_the_planning_job_plans_for_every_ask_waiting_in_this_process(local: Any) -> None:
+    import asyncio
+
+    service = local(suggest_ahead=False, ask_wait_seconds=120)
+    name = unique()
+    service.create_study(name, "minimize", SPACE, "sobol", {"plan_ahead": 1}, seed=2)
+    import threading
+
+    needs: list[int] = []
+    planner = service.service.planner
+    start, plan, all_waiting = planner.start, planner.plan, threading.Event()
+
+    def recording(study_id: int, need: int) -> Any:
+        needs.append(need)
+        if need == 8:
+            all_waiting.set()
+        return start(study_id, need)
+
+    def plan_once_all_wait(*args: Any) -> Any:  # the first job computes only once every ask waits on it
+        all_waiting.wait(timeout=60)
+        return plan(*args)
+
+    planner.start, planner.plan = recording, plan_once_all_wait
+
+    async def eight() -> list[dict]:
+        return await asyncio.gather(*(service.service.asking.ask(name, 1, f"rig-{i}") for i in range(8)))
+
+    answers = asyncio.run(eight())
+    sources = [a["trials"][0]["source"] for a in answers]
+    assert sources == ["sobol"] * 8 and max(needs) == 8, needs  # the demand of the waiting asks, summed
+
+
+def test_a_planning_job_that_fails_is_a_value_logged_and_recorded(local: Any, caplog: Any) -> None:
+    from localbo.planning.outcomes import Failed
+
+    service = local(suggest_ahead=False)
+    name = unique()
+    service.create_study(name, "minimize", SPACE, "sobol", seed=3)
+    study_id = service.study_id(name)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("the database blinked")
+
+    service.service.planner._plan_claimed = broken
+    outcome = service.service.planner.start(study_id, 1).result(timeout=60)
+    assert isinstance(outcome, Failed) and "the database blinked" in outcome.error
+    assert any("planning study" in r.getMessage() for r in caplog.records), "not logged"
+    assert "planning failed: RuntimeError: the database blinked" in service.get_study(name)["last_policy_error"]
+    # suggest-ahead's job (whose future nobody reads) is logged the same way
+    caplog.clear()
+    with service.db.begin() as conn:
+        from localbo.storage import repository as repo
+
+        repo.update_study(conn, study_id, last_policy_error=None)
+    service.service.settings.suggest_ahead = True
+    job = service.service.planner.plan_ahead(study_id)
+    assert job is not None and isinstance(job.result(timeout=60), Failed)
+    assert any("planning study" in r.getMessage() for r in caplog.records)

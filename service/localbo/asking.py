@@ -5,8 +5,10 @@ concurrent asks take different ones without waiting), numbers its new trials (wh
 study's row lock, held only for the inserts and the commit) and returns. Asks that must see the whole
 study at once take the lock first: a finite study without repeats (which candidates are free) and a
 fallback. When the plan is short it rolls back, leaves the lock and waits for
-the study's planning job (``planning.Planner``); an ask that waited ``LOCALBO_ASK_WAIT_SECONDS`` in
-vain gets fallback points (source "fallback") and the job goes on for the asks after it. A client's
+the study's planning job (``planning.Planner``), which plans for every ask of this process waiting on
+the study (their needs summed), and tries again, however many rounds it loses to other asks, until its
+wait is over: only an ask that waited ``LOCALBO_ASK_WAIT_SECONDS`` in vain gets fallback points (source
+"fallback"), and the job goes on for the asks after it. A client's
 own running trials (``client_id``) come back first, with their leases extended.
 """
 
@@ -15,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -32,6 +35,7 @@ from localbo.domain import Source, StudySpace, TrialState, iso, trial_out
 from localbo.domain.identity import study_token
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.fallback import fallback_points, mixed_seed
+from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, Planned
 from localbo.planning.planner import Planner
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
@@ -41,7 +45,8 @@ from localbo.transactions import Transactions
 
 log = logging.getLogger("localbo.asking")
 
-MAX_PLAN_ROUNDS = 20
+POLL_FIRST_SECONDS = 0.05  # while another process computes a study's plan, look again after this long...
+POLL_MAX_SECONDS = 1.0  # ... doubling up to this
 EXPIRY_CHECK_SECONDS = 1.0  # leases last minutes to hours; a second late is fine
 LATE_SALT = 104_729
 T = TypeVar("T")
@@ -79,6 +84,8 @@ class Asking:
         self.settings, self.write, self.tx, self.spaces, self.planner = settings, write, tx, spaces, planner
         self._expiry_checked: dict[int, float] = {}  # study id -> when its leases were last swept
         self._recheck_keys = write.dialect.name != "sqlite"  # see idempotency.replay
+        # study id -> points the asks of this process waiting on it need in all (touched on the event loop only)
+        self.waiting: dict[int, int] = {}
 
     async def ask(
         self,
@@ -94,14 +101,42 @@ class Asking:
         ``unit``: the request this ask belongs to, for its idempotency key (tell-and-ask)."""
         wait = self.settings.ask_wait_seconds if wait_seconds is None else wait_seconds
         deadline = time.monotonic() + min(wait, self.settings.ask_wait_max_seconds)
-        for _ in range(MAX_PLAN_ROUNDS):
+        pause, raced = POLL_FIRST_SECONDS, 0
+        while True:  # until the plan serves this ask or its wait is over: losing a race is no reason to stop
             _, served = await self.tx.run_now(self.step, name, count, client_id, key, False, unit)
             if not isinstance(served, Short):
                 return served
-            job = self.planner.start(served.study_id, served.need)
-            if not await _wait(job, deadline - time.monotonic()):
-                break
+            with self._waiting(served):
+                job = self.planner.start(served.study_id, self.waiting[served.study_id])
+                outcome = await _wait(job, deadline - time.monotonic())
+            if outcome is None:
+                break  # the wait is over; the job goes on for the asks after this one
+            if isinstance(outcome, Planned | Gone):
+                # served next round (or a 404 there), unless another ask took the points first: then give that
+                # ask's transaction a moment (the plan grows with the asks waiting, so this one gets the next)
+                raced += 1
+                if raced > 1:
+                    await asyncio.sleep(min(POLL_FIRST_SECONDS, max(0.0, deadline - time.monotonic())))
+                continue
+            if isinstance(outcome, Failed):
+                log.warning("study %s: planning failed (%s); the ask tries again", name, outcome.error)
+            # another process computes the plan, or this job failed: wait on the loop (no thread held), backing
+            # off, and look again
+            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(POLL_MAX_SECONDS, pause * 2)
         return (await self.tx.run(self.step, name, count, client_id, key, True, unit))[1]
+
+    @contextmanager
+    def _waiting(self, short: Short) -> Iterator[None]:
+        """Count this ask's need in its study's demand while it waits: the planning job plans for every ask of
+        this process that waits, not only for the latest, so asks racing for one plan do not starve each other."""
+        self.waiting[short.study_id] = self.waiting.get(short.study_id, 0) + short.need
+        try:
+            yield
+        finally:
+            self.waiting[short.study_id] -= short.need
+            if self.waiting[short.study_id] <= 0:
+                del self.waiting[short.study_id]
 
     def ask_blocking(
         self,
@@ -273,10 +308,15 @@ def sweep_expired(conn: Connection, study_id: int, now: datetime) -> list[int]:
     return [r.number for r in stale]
 
 
-async def _wait(job: Future, timeout: float) -> bool:
-    """Wait for ``job`` up to ``timeout`` seconds without holding a thread; False on timeout (the job goes on)."""
+async def _wait(job: Future, timeout: float) -> Outcome | None:
+    """The job's outcome, waited for up to ``timeout`` seconds without holding a thread; None on timeout (the job
+    goes on)."""
+    if timeout <= 0 and not job.done():
+        return None
     try:
-        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), max(0.0, timeout))
-        return True
+        outcome = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), max(0.0, timeout))
     except TimeoutError:
-        return False
+        return None
+    except Exception as exc:  # the planner returns its failures; anything else is one too
+        return Failed(f"{type(exc).__name__}: {exc}")
+    return outcome if isinstance(outcome, Planned | Gone | ClaimedElsewhere | Failed) else Planned()

@@ -43,22 +43,24 @@ class Jobs:
         with self._guard:
             return self._running.get(key)
 
-    def _run(self, key: Hashable, fn: Callable[..., Any], args: tuple) -> None:
+    def _run(self, key: Hashable, fn: Callable[..., Any], args: tuple) -> Any:
+        """Run ``fn`` until nobody asked for it again; the future's result is the last run's (an ask that joined
+        the job waits for the run that had its need). Every failure is logged; the first one's is raised."""
         try:
-            first = True
+            first, result = True, None
             while True:
                 try:
-                    fn(*args)
+                    result = fn(*args)
                 except Exception:
+                    log.exception("planning job for %s failed", key)
                     if first:
                         raise  # the caller that started the job sees its error
-                    log.exception("planning job for %s failed", key)
                 first = False
                 with self._guard:
                     again = self._again.pop(key, None)
                     if again is None:
                         del self._running[key]
-                        return
+                        return result
                 fn, args, _ = again
         except BaseException:
             with self._guard:

@@ -1,7 +1,9 @@
 """The planning job: make a study's plan hold the points asks need, computed away from the requests.
 
 ``plan(study_id, need, ahead)`` runs as a background job (``jobs.Jobs``: one per study in this
-process); across processes the claim (``claims.Claims``) keeps computations apart. The job runs the
+process) and returns what it came to as a value (``outcomes.py``); across processes the claim
+(``claims.Claims``) keeps computations apart, and a job that finds the claim taken returns at once
+(``ClaimedElsewhere``) instead of holding a thread while another process computes. The job runs the
 policy on a snapshot and stores the plan only if the study is still the one it planned for (same id,
 same creation time, same state version): a study deleted (and perhaps created again under the same
 name, or even the same id on SQLite) meanwhile, or planned by another process, drops the result.
@@ -12,21 +14,27 @@ now makes progress, so the next ask is served from the plan.
 
 from __future__ import annotations
 
+import logging
 import threading
-import time
 import uuid
 from concurrent.futures import Future
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
+from localbo import metrics
 from localbo.config import Settings
-from localbo.planning.claims import Claims, Waited
+from localbo.planning.claims import Claims
 from localbo.planning.jobs import Jobs
+from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, Planned
 from localbo.planning.runner import Plan, PolicyRunner
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
+from localbo.storage.models import utcnow
 from localbo.study_handle import load_study
+
+log = logging.getLogger("localbo.planning")
+PLANNED, GONE, CLAIMED_ELSEWHERE = Planned(), Gone(), ClaimedElsewhere()
 
 
 class Planner:
@@ -50,26 +58,43 @@ class Planner:
             return None
         return self.jobs.start(study_id, self.plan, study_id, 1, True, weak=True)
 
-    def plan(self, study_id: int, need: int, ahead: bool) -> None:
-        """Make the plan hold at least ``need`` points: compute the rest, or wait for the process computing it.
+    def plan(self, study_id: int, need: int, ahead: bool) -> Outcome:
+        """Make the plan hold at least ``need`` points, or say why not: another process computes it (the
+        caller waits without a thread and asks again), the study is gone, or the job failed (logged, recorded).
 
         Suggest-ahead leaves partial plans (one point after a tell), so an ask for several points may
         find some planned: the policy computes only the missing ones, conditioned on those.
         """
-        with self._study_lock(study_id):
-            if ahead and self._plan_holds_points(study_id):
-                return  # suggest-ahead fills only an empty plan: seen with a read, no claim (two writes) taken
-            token = uuid.uuid4().hex
-            give_up = time.monotonic() + self.settings.policy_timeout_seconds + 60
-            while not self.claims.take(study_id, token):
-                if ahead:
-                    return  # another process is computing: it plans, not us
-                if self.claims.wait(study_id, need, give_up) is not Waited.FREE:
-                    return  # planned by another process, the study is gone, or we gave up
-            try:
-                self._plan_claimed(study_id, need, ahead, token)
-            finally:
-                self.claims.release(study_id, token)
+        try:
+            with self._study_lock(study_id):
+                if ahead and self._plan_holds_points(study_id):
+                    return PLANNED  # suggest-ahead fills only an empty plan: seen with a read, no claim taken
+                status = self.claims.peek(study_id)  # a read: waiting for another process's claim writes nothing
+                if status is None:
+                    return GONE
+                if status.claimed:
+                    return PLANNED if status.planned >= need else CLAIMED_ELSEWHERE
+                token = uuid.uuid4().hex
+                if not self.claims.take(study_id, token):
+                    return CLAIMED_ELSEWHERE  # taken between the read and the write
+                try:
+                    return self._plan_claimed(study_id, need, ahead, token)
+                finally:
+                    self.claims.release(study_id, token)
+        except Exception as exc:  # the job's own failure (not the policy's): a value, logged and recorded
+            log.exception("planning study %s failed", study_id)
+            metrics.policy_outcomes.labels("(planning)", "failed").inc()
+            error = f"{utcnow().isoformat()} planning failed: {type(exc).__name__}: {exc}"
+            self._record(study_id, error)
+            return Failed(error)
+
+    def _record(self, study_id: int, error: str) -> None:
+        """The failure as the study's latest policy error, if the database takes the write."""
+        try:
+            with self.write.begin() as conn:
+                repo.update_study(conn, study_id, last_policy_error=error[:2000])
+        except Exception:
+            log.exception("could not record the planning failure on study %s", study_id)
 
     def _plan_holds_points(self, study_id: int) -> bool:
         with self.db.connect() as conn:
@@ -80,20 +105,20 @@ class Planner:
         with self._locks_guard:
             return self._locks.setdefault(study_id, threading.Lock())
 
-    def _plan_claimed(self, study_id: int, need: int, ahead: bool, token: str) -> None:
+    def _plan_claimed(self, study_id: int, need: int, ahead: bool, token: str) -> Outcome:
         with self.db.begin() as conn:
             study = repo.get_study_by_id(conn, study_id)
             if study is None:
-                return
+                return GONE
             in_plan = repo.count_plan(conn, study_id)
             if in_plan >= need or (ahead and in_plan):
-                return
+                return PLANNED
             handle = load_study(study, self.spaces.of(conn, study))
             finite = handle.space.candidates is not None
             done, pending = repo.history(conn, study_id) if handle.needs_history or finite else ([], [])
             failed = repo.failed_candidates(conn, study_id) if finite else []
         if ahead and not handle.plans_now(len(done), len(pending)):
-            return
+            return PLANNED
         with self.claims.renewing(study_id, token):
             plan = self.runner.run(handle, done, pending, need - in_plan, failed)
         with self.write.begin() as conn:
@@ -103,6 +128,7 @@ class Planner:
             same = current is not None and current.created_at == study.created_at
             if same and current.policy_state_version == plan.version:
                 store(conn, current.id, current.policy_state_version, plan)
+        return PLANNED if same else GONE
 
 
 def store(conn: Connection, study_id: int, version: int, plan: Plan) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, func, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
@@ -36,6 +37,14 @@ def no_wait() -> Iterator[None]:
 
 def may_wait() -> bool:
     return not getattr(_this_thread, "no_wait", False)
+
+
+def db_now(conn: Connection) -> datetime:
+    """The database's clock, aware UTC: what every host compares claims and leases with. SQLite's is this host's
+    (every process using the file runs here); Postgres answers its own, so hosts' clocks may differ."""
+    if conn.dialect.name == "sqlite":
+        return datetime.now(UTC)
+    return conn.execute(select(func.clock_timestamp())).scalar_one().astimezone(UTC)
 
 
 def is_sqlite(url: str) -> bool:
