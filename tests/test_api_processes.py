@@ -60,10 +60,13 @@ def test_three_api_processes_and_eight_clients_hand_out_each_trial_and_point_onc
         assert all(t["state"] == "complete" and t["value"] == f(t["params"]) for t in trials), "each tell stored"
         points = {tuple(t["params"].values()) for t in trials}
         assert len(points) == n, "no point handed out twice"
+        # every ask waited for the policy (30 s): none got a fallback point, however many races it lost
+        assert [t["source"] for t in trials] == ["sobol"] * n, "an ask gave up before its wait was over"
         view = httpx.get(f"{base}/policy", timeout=10).json()
-        # every point the policy planned was handed out once or is still in the plan: none lost, none twice
-        assert PLAN_AHEAD * view["policy_state_version"] == n + len(view["planned"])
-        assert view["state"]["drawn"] == PLAN_AHEAD * view["policy_state_version"]
+        # every point the policy drew was handed out once or is still in the plan: none lost, none twice
+        # (a plan draws at least PLAN_AHEAD points, more when more asks of the process wait on it)
+        assert view["state"]["drawn"] == n + len(view["planned"])
+        assert view["state"]["drawn"] >= PLAN_AHEAD * view["policy_state_version"]
     finally:
         for server in servers:
             server.stop()
