@@ -10,7 +10,7 @@ import torch
 from conftest import unique
 from localbo.api.progress import study_json
 from localbo.policies.local import PATH_FLOATS, _extend_path
-from localbo.progress import Feed, StudiesList
+from localbo.progress import Change, Feed, StudiesList
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}
 API = "/api/v1/studies"
@@ -129,6 +129,43 @@ def test_feed_says_when_the_study_is_gone(api) -> None:
     feed.poll()
     assert api.delete(f"{API}/{name}").status_code == 204
     assert [event for event, _ in feed.poll()] == ["gone"]
+
+
+def test_one_read_of_a_study_serves_viewers_at_their_own_cursors(api) -> None:
+    """What a study's broadcast reads once, each viewer narrows to what it has not seen, as its own poll would."""
+    name = create(api)
+    db = api.app.state.service.db
+    ask(api, name, 3)
+    tell(api, name, 1, value=1.0)
+    shared = Feed(db, name, after=None)  # the broadcast's: from now on
+    assert shared.cursor == 3 and sorted(shared.open) == [2, 3]
+    everything, newest = Feed(db, name, after=0), Feed(db, name, after=3)
+    assert decode(dict(everything.poll())["trials"])["number"] == [1, 2, 3]
+    assert [event for event, _ in newest.poll()] == ["study"]
+
+    tell(api, name, 2, value=2.0)
+    ahead = Feed(db, name, after=3)  # reads for itself after trial 2 finished (a viewer that caught up later)
+    ahead.poll()
+    tell(api, name, 3, state="failed", reason="broke")
+    ask(api, name)
+    change = shared.read()
+    assert change.states == ((2, "complete"), (3, "failed"), (4, "running"))
+    for viewer in (everything, newest):  # in step with the broadcast: its text as it is, built once
+        events = dict(viewer.apply(change))
+        assert events["trials"] is change.columns and decode(events["study"])["trial_count"] == 4
+    narrowed = dict(ahead.apply(change))  # had trial 2 already: only 3 and 4, in the series' shape
+    cols = decode(narrowed["trials"])
+    assert cols["number"] == [3, 4] and cols["state"] == ["failed", "running"] and cols["reasons"] == {"3": "broke"}
+    assert cols["as_of"] == change.as_of and list(cols) == list(decode(change.columns))
+    series = api.get(f"{API}/{name}/series", params={"after": 2}).json()["trials"]
+    assert {k: v for k, v in cols.items() if k != "as_of"} == series
+    for viewer in (everything, newest, ahead):
+        assert viewer.apply(change) == []  # seen: never twice
+    assert everything.apply(Change(change.as_of, change.study)) == []  # the head unchanged: nothing to say
+
+    assert api.delete(f"{API}/{name}").status_code == 204
+    gone = shared.read()
+    assert gone.study is None and [event for event, _ in everything.apply(gone)] == ["gone"]
 
 
 def test_studies_list_is_rebuilt_only_when_a_summary_changes_and_each_reader_sees_its_own(api) -> None:

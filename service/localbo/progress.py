@@ -3,21 +3,23 @@
 The series is one JSON object of columns (one entry per trial, by number) whose arrays the
 database builds itself, so 50,000 trials answer in one quick request. A study's feed polls the
 database (a few indexed queries every ``POLL_SECONDS``), so it sees writes of every API process
-sharing the database; it remembers what it sent and returns only what changed since. The studies
-list is built once per change for every viewer (``StudiesList``; ``broadcast`` fans it out).
+sharing the database; it remembers what it sent and returns only what changed since. One read of a
+study's feed serves all its viewers in a process (``Change``, ``Feed.apply``), and the studies list is
+built once per change for every viewer (``StudiesList``); ``broadcast`` fans both out.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.engine import Row
 
+from localbo.domain.identity import study_token
 from localbo.errors import NotFound
 from localbo.finite_space import is_finite_spec
 from localbo.storage import feed
@@ -34,14 +36,6 @@ def columns_json(columns: dict[str, str], **extra: Any) -> str:
     fields = [f'"{name}":{text}' for name, text in columns.items()]
     fields += [f"{json.dumps(name)}:{json.dumps(value)}" for name, value in extra.items()]
     return "{" + ",".join(fields) + "}"
-
-
-def _study(db: Engine, name: str) -> Row:
-    with db.begin() as conn:
-        study = repo.get_study(conn, name)
-    if study is None:
-        raise NotFound(f"study {name!r} not found")
-    return study
 
 
 def series(db: Engine, name: str, after: int = 0) -> str:
@@ -64,51 +58,123 @@ def series(db: Engine, name: str, after: int = 0) -> str:
     return json.dumps(head)[:-1] + ',"trials":' + columns_json(columns) + "}"
 
 
-class Feed:
-    """One viewer's change feed: trials above ``after``, open trials changing state, policy updates."""
+@dataclass(frozen=True)
+class Change:
+    """What one read of a study's feed found: its trials that changed (with their columns) and its head.
 
-    def __init__(self, db: Engine, name: str, after: int = 0, since: datetime | None = None) -> None:
-        study = _study(db, name)
-        self.db, self.name, self.study_id = db, name, study.id
-        self.cursor = after
-        self.since = since - CLOCK_SLACK if since is not None else None
+    A study's broadcast reads one feed for all of its viewers and hands each the same change; a viewer
+    keeps only what it has not seen (``Feed.apply``), as if it had read the database itself.
+    """
+
+    as_of: str  # the time the read began: what to pass as ``since`` on a reconnect
+    study: dict[str, Any] | None  # policy_state_version, last_policy_error, trial_count; None: the study is gone
+    states: tuple[tuple[int, str], ...] = ()  # (number, state) of the trials that changed, by number
+    columns: str = ""  # those trials' columns as ``series`` gives them, with ``as_of``; "" when none changed
+
+    def only(self, numbers: list[int]) -> Change:
+        """The change narrowed to the trials ``numbers`` (a subset of its own, by number); itself when all."""
+        if len(numbers) == len(self.states):
+            return self
+        if not numbers:
+            return replace(self, states=(), columns="")
+        kept = set(numbers)
+        cols = self._parsed
+        rows = [i for i, n in enumerate(cols["number"]) if n in kept]
+        narrowed: dict[str, Any] = {name: [cols[name][i] for i in rows] for name in feed.SERIES_COLUMNS}
+        narrowed["reasons"] = {k: v for k, v in cols["reasons"].items() if int(k) in kept}
+        narrowed["as_of"] = cols["as_of"]
+        states = tuple(s for s in self.states if s[0] in kept)
+        return replace(self, states=states, columns=json.dumps(narrowed, separators=(",", ":")))
+
+    @cached_property
+    def _parsed(self) -> dict[str, Any]:  # only for a viewer that is not in step with the broadcast: rare
+        parsed: dict[str, Any] = json.loads(self.columns)
+        return parsed
+
+
+class Feed:
+    """One viewer's change feed: trials above ``after``, open trials changing state, policy updates.
+
+    ``poll`` reads the database for this viewer alone; ``apply`` takes what another feed of the study
+    read (``read``: the study's broadcast, one read for every viewer) and keeps what this one has not seen.
+    ``after=None``: only what changes from now on (the broadcast's own feed).
+    """
+
+    def __init__(self, db: Engine, name: str, after: int | None = 0, since: datetime | None = None) -> None:
         with db.begin() as conn:
-            self.open = {n: "running" for n in feed.open_trial_numbers(conn, study.id, after)}
-        self.study_key: tuple[Any, ...] | None = None
+            study = repo.get_study(conn, name)
+            if study is None:
+                raise NotFound(f"study {name!r} not found")
+            self.cursor = study.trial_count if after is None else after
+            self.open = {n: "running" for n in feed.open_trial_numbers(conn, study.id, self.cursor)}
+        self.db, self.name, self.study_id = db, name, study.id
+        self.study = study_token(study.id, study.created_at)  # this study for good: SQLite may reuse its id
+        self.since = since - CLOCK_SLACK if since is not None else None
+        self.study_key: dict[str, Any] | None = None
 
     def poll(self) -> list[tuple[str, str]]:
         """The (event, JSON data) pairs for what changed since the last poll."""
-        events: list[tuple[str, str]] = []
-        now = utcnow()
+        return self._events(self.read())
+
+    def apply(self, change: Change) -> list[tuple[str, str]]:
+        """The events for what ``change`` (another feed's read of this study) holds that this viewer has not
+        seen: trials above its cursor, or open when it last heard of them and now in another state."""
+        if change.study is None:
+            return self._events(change)
+        mine = self._track(change.states)
+        return self._events(change.only([n for n, _ in mine]))
+
+    def read(self) -> Change:
+        """What changed since the last read, from the database; this feed counts it as seen."""
+        as_of = utcnow().isoformat()
         with self.db.begin() as conn:
             study = repo.get_study(conn, self.name)
-            if study is None or study.id != self.study_id:
-                return [("gone", json.dumps({"study": self.name}))]
+            if study is None or study_token(study.id, study.created_at) != self.study:  # deleted (and made again)
+                return Change(as_of, None)
             first, since = self.since is not None, self.since
             self.since = None
+            states: tuple[tuple[int, str], ...] = ()
+            columns = ""
             if study.trial_count > self.cursor or self.open or first:
                 rows = feed.trial_states(
                     conn, study.id, after=self.cursor, numbers=sorted(self.open), completed_since=since
                 )
-                changed = [n for n, state in rows if first or n > self.cursor or self.open.get(n) != state]
-                for n, state in rows:
-                    if state in OPEN_STATES:
-                        self.open[n] = state
-                    else:
-                        self.open.pop(n, None)
-                if changed:
-                    self.cursor = max(self.cursor, changed[-1])
-                    columns = feed.series_columns(conn, study.id, after=None, numbers=changed)
-                    events.append(("trials", columns_json(columns, as_of=now.isoformat())))
-        key = (study.policy_state_version, study.last_policy_error, study.trial_count)
-        if key != self.study_key:
-            self.study_key = key
-            info = {
-                "policy_state_version": study.policy_state_version,
-                "last_policy_error": study.last_policy_error,
-                "trial_count": study.trial_count,
-            }
-            events.append(("study", json.dumps(info)))
+                states = tuple(self._track(rows, first))
+                if states:
+                    cols = feed.series_columns(conn, study.id, after=None, numbers=[n for n, _ in states])
+                    columns = columns_json(cols, as_of=as_of)
+        info = {
+            "policy_state_version": study.policy_state_version,
+            "last_policy_error": study.last_policy_error,
+            "trial_count": study.trial_count,
+        }
+        return Change(as_of, info, states, columns)
+
+    def _track(self, rows: Iterable[tuple[int, str]], first: bool = False) -> list[tuple[int, str]]:
+        """The trials among ``rows`` (number, state) this viewer has not seen in that state (every one on a
+        first read with ``since``), now counted as seen; rows of trials it does not follow are left out."""
+        changed: list[tuple[int, str]] = []
+        for n, state in rows:
+            new = n > self.cursor
+            if not (first or new or n in self.open):
+                continue  # at or below the cursor and finished when this viewer last heard of it
+            if first or new or self.open[n] != state:
+                changed.append((n, state))
+            if state in OPEN_STATES:
+                self.open[n] = state
+            else:
+                self.open.pop(n, None)
+        if changed:
+            self.cursor = max(self.cursor, changed[-1][0])
+        return changed
+
+    def _events(self, change: Change) -> list[tuple[str, str]]:
+        if change.study is None:
+            return [("gone", json.dumps({"study": self.name}))]
+        events = [("trials", change.columns)] if change.columns else []
+        if change.study != self.study_key:
+            self.study_key = change.study
+            events.append(("study", json.dumps(change.study)))
         return events
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import anyio
@@ -18,7 +18,6 @@ from localbo.broadcast import Live
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
-Events = list[tuple[str, str]]
 
 After = Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Only trials numbered above this")]
 
@@ -48,7 +47,7 @@ async def events(
     check_read(who, study)
     hub = live(request.app.state)
     feed = await hub.read(progress.Feed, service.db, study, after, since)
-    return _event_stream(_stream(hub, feed.poll, request.app.state.closing, progress.POLL_SECONDS))
+    return _event_stream(_study_stream(hub, feed, request.app.state.closing))
 
 
 @router.get("/events", response_class=StreamingResponse, responses=STUDIES_EVENTS | responses(401))
@@ -95,21 +94,25 @@ async def _studies_stream(hub: Live, who: Principal, closing: anyio.Event) -> As
                 yield ": keep-alive\n\n"
 
 
-async def _stream(hub: Live, poll: Callable[[], Events], closing: anyio.Event, interval: float) -> AsyncIterator[str]:
-    """Polls (under the feeds' limiter) every ``interval`` until ``gone``, the client leaves, or the server stops."""
+async def _study_stream(hub: Live, feed: progress.Feed, closing: anyio.Event) -> AsyncIterator[str]:
+    """The study's changes as the process's one poll of it reads them, less what this viewer has seen, until
+    ``gone``, the client leaves, or the server stops."""
     yield "retry: 2000\n\n"
     quiet_since = anyio.current_time()
-    while not closing.is_set():
-        events = await hub.read(poll)
-        for name, data in events:
-            yield f"event: {name}\ndata: {data}\n\n"
-        if any(name == "gone" for name, _ in events):
-            return
-        now = anyio.current_time()
-        if events:
-            quiet_since = now
-        elif now - quiet_since >= KEEPALIVE_SECONDS:
-            quiet_since = now
-            yield ": keep-alive\n\n"
-        with anyio.move_on_after(interval):
-            await closing.wait()
+    async with hub.watching(feed) as study:
+        seen, events = await study.catch_up(feed)
+        while True:
+            for name, data in events:
+                yield f"event: {name}\ndata: {data}\n\n"
+            if any(name == "gone" for name, _ in events):
+                return
+            now = anyio.current_time()
+            if events:
+                quiet_since = now
+            elif now - quiet_since >= KEEPALIVE_SECONDS and not closing.is_set():
+                quiet_since = now
+                yield ": keep-alive\n\n"
+            if closing.is_set():
+                return
+            wait = max(0.0, quiet_since + KEEPALIVE_SECONDS - anyio.current_time())
+            seen, events = await study.next(feed, seen, timeout=wait)
