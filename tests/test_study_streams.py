@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from conftest import unique
 from fastapi import FastAPI
 from localbo.api import create_app
 from localbo.bootstrap import prepare_database
@@ -250,3 +251,14 @@ def test_a_deleted_study_ends_its_streams_and_its_new_namesake_is_another(app: F
     opened([new])
     assert new.values() == {1: tell_value}
     leave([new], lambda: ask(url, "team-gone"))
+
+
+@pytest.mark.parametrize("since", ["0.5", "1700000000", "2026-01-31", "yesterday", ""])
+def test_events_since_is_an_iso_date_time(api: Any, since: str) -> None:
+    """``since`` is documented as a date-time: a number of seconds or a bare date is a 422 naming it."""
+    name = unique()
+    r = api.post(API, json={"name": name, "space": SPACE, "policy": "random"})
+    assert r.status_code == 201, r.text
+    r = api.get(f"{API}/{name}/events", params={"since": since})
+    assert r.status_code == 422 and r.json()["detail"].startswith("since: expected an ISO 8601 date-time"), r.text
+    assert r.json()["errors"] == [{"field": "since", "message": r.json()["detail"].removeprefix("since: ")}]

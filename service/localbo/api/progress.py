@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
 from localbo import metrics, progress
 from localbo.api.auth import Principal, check_read
@@ -18,8 +21,20 @@ from localbo.broadcast import Live
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
+ISO_DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
 
 After = Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Only trials numbered above this")]
+
+
+def _date_time_text(value: object) -> object:
+    """``since`` as an ISO 8601 date-time, as documented: the date-time parser alone would also take a
+    number of seconds since 1970 (``0.5``) or a bare date."""
+    if isinstance(value, str) and not ISO_DATE_TIME.match(value):
+        raise PydanticCustomError("date_time", "expected an ISO 8601 date-time, such as 2026-01-31T12:00:00Z")
+    return value
+
+
+Since = Annotated[EventsSince, BeforeValidator(_date_time_text)]
 
 
 @router.get("/studies/{study}/series", response_class=Response, responses=SERIES_TYPES | responses(*READ))
@@ -39,7 +54,7 @@ async def events(
     service: ServiceDep,
     who: Caller,
     after: After = 0,
-    since: EventsSince = None,
+    since: Since = None,
 ) -> StreamingResponse:
     """Server-sent events: ``trials`` (columns as in ``/series``, new or changed trials, and ``as_of``
     to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, trial
