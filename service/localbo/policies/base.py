@@ -188,6 +188,32 @@ class FiniteSpace:
 
 
 @dataclass(frozen=True)
+class Polytope:
+    """Linear parameter constraints in the unit cube: A_ub u <= b_ub and A_eq u == b_eq (each row of width d).
+    Every point a policy returns must satisfy them (within ``TOLERANCE``) besides lying in [0, 1]^d."""
+
+    A_ub: torch.Tensor  # k x d
+    b_ub: torch.Tensor  # k
+    A_eq: torch.Tensor  # e x d
+    b_eq: torch.Tensor  # e
+
+    TOLERANCE: ClassVar[float] = 1e-9
+
+    def violation(self, X: torch.Tensor) -> torch.Tensor:
+        """The largest violation of each row of ``X`` (n x d -> n; <= 0: satisfied)."""
+        parts = [torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)]
+        if self.A_ub.numel():
+            parts.append((X @ self.A_ub.T - self.b_ub).amax(dim=-1))
+        if self.A_eq.numel():
+            parts.append((X @ self.A_eq.T - self.b_eq).abs().amax(dim=-1))
+        return torch.stack(parts, dim=-1).amax(dim=-1)
+
+
+# What a policy may declare it serves (``Policy.handles``); a study that needs more is refused at creation.
+CAPABILITIES = ("constraints", "parameter_constraints", "failures", "safety")
+
+
+@dataclass(frozen=True)
 class SuggestRequest:
     """One call's input. ``generator`` is a CPU generator seeded from ``rng_seed`` when the request is built
     (it travels over the wire as ``rng_seed``); ``dataclasses.replace`` builds a fresh one."""
@@ -205,6 +231,11 @@ class SuggestRequest:
     space: SpaceStructure
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     finite: FiniteSpace | None = None  # set for a study whose space is a list of candidates
+    # Outcome constraints: C[i, j] is constraint j's value at X[i], <= 0 where it holds (None: the study has none)
+    C: torch.Tensor | None = None  # n x m
+    polytope: Polytope | None = None  # linear parameter constraints (None: the whole cube)
+    X_failed: torch.Tensor | None = None  # f x d, points whose trials failed (set when the study avoids failures)
+    max_violation_probability: float | None = None  # safe mode: the chance of a violation a point may have
     generator: torch.Generator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -229,6 +260,9 @@ class Policy(ABC):
     # with one-hot blocks, snapped to their argmax by the engine: fine for a global search, meaningless for a
     # local step or gradient), "finite" (candidates).
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous"})
+    # What else of a study the policy serves (``CAPABILITIES``): outcome constraints (``request.C``), linear
+    # parameter constraints (``request.polytope``), failures to avoid (``request.X_failed``), safe mode.
+    handles: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def check_space(cls, kind: str, config: PolicyConfig | None = None) -> None:

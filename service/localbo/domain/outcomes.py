@@ -1,0 +1,258 @@
+"""What a study measures and must respect: named metrics, the objective, outcome and parameter constraints.
+
+    {"objectives": [{"metric": "yield", "direction": "maximize"}],
+     "constraints": [{"metric": "purity", "op": ">=", "bound": 0.95}],
+     "parameter_constraints": [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1}],
+     "failures": "avoid"}
+
+A study that names no metrics keeps the one unnamed ``value`` (``direction`` says which way). An outcome
+constraint is a black-box limit measured with each trial; a trial is *feasible* when every one holds.
+Parameter constraints are linear in user units over float parameters (a log-scaled one is not linear
+in the unit cube the policies work in, so it is refused); ``LinearConstraints`` is their unit-cube
+form, what the policies receive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from localbo.errors import InvalidInput
+from localbo.space import Param, SearchSpace
+
+MetricName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")]
+Finite = Annotated[float, Field(allow_inf_nan=False, strict=True, ge=-1e300, le=1e300)]
+MAX_METRICS = 20
+MAX_PARAMETER_CONSTRAINTS = 50
+FEASIBILITY_TOLERANCE = 1e-9  # a point satisfies a parameter constraint within this, in user units
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Objective(_Strict):
+    metric: MetricName = Field(description="The metric to optimise, as tells name it in ``values``")
+    direction: Literal["minimize", "maximize"] = "minimize"
+
+
+class OutcomeConstraint(_Strict):
+    metric: MetricName = Field(description="A metric every tell carries")
+    op: Literal[">=", "<="]
+    bound: Finite = Field(description="The limit, in the metric's units")
+
+    def violation(self, value: float) -> float:
+        """How far ``value`` is past the bound (<= 0: satisfied)."""
+        return self.bound - value if self.op == ">=" else value - self.bound
+
+
+class ParameterConstraint(_Strict):
+    terms: dict[MetricName, Finite] = Field(
+        min_length=1, max_length=100, description="Parameter -> coefficient, in user units (float parameters)"
+    )
+    op: Literal["<=", ">=", "=="]
+    bound: Finite
+
+
+class Safety(_Strict):
+    max_violation_probability: float = Field(gt=0, le=0.5, description="At most this chance of a violation")
+    seeds: list[dict[str, Any]] = Field(default_factory=list, max_length=100, description="Points known safe")
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """A study's metrics, objective and outcome constraints (empty: the one unnamed value)."""
+
+    objectives: tuple[Objective, ...] = ()
+    constraints: tuple[OutcomeConstraint, ...] = ()
+    failures: Literal["ignore", "avoid"] = "ignore"
+    safety: Safety | None = None
+
+    @classmethod
+    def from_stored(cls, row: Any) -> Outcomes:
+        """From a ``studies`` row's columns (rows stored before metrics existed have none)."""
+        mapping = row._mapping if hasattr(row, "_mapping") else row
+        return cls(
+            tuple(Objective.model_validate(o) for o in mapping.get("objectives") or ()),
+            tuple(OutcomeConstraint.model_validate(c) for c in mapping.get("constraints") or ()),
+            mapping.get("failures") or "ignore",
+            Safety.model_validate(mapping["safety"]) if mapping.get("safety") else None,
+        )
+
+    @property
+    def named(self) -> bool:
+        return bool(self.objectives)
+
+    @property
+    def metrics(self) -> list[str]:
+        """Every metric a tell must carry, objectives first, each once."""
+        return list(dict.fromkeys([o.metric for o in self.objectives] + [c.metric for c in self.constraints]))
+
+    def check(self) -> None:
+        """A 422 for what cannot be served: no objective beside constraints, too many metrics, a metric both
+        objective and constraint (the constraint would be the objective's own bound: say it as the objective)."""
+        if len(self.objectives) > 1:
+            raise InvalidInput("objectives", f"expected one objective, got {len(self.objectives)}")
+        if self.constraints and not self.objectives:
+            raise InvalidInput("objectives", "outcome constraints need a named objective: objectives=[{metric, ...}]")
+        objective = {o.metric for o in self.objectives}
+        for i, c in enumerate(self.constraints):
+            if c.metric in objective:
+                raise InvalidInput(
+                    f"constraints.{i}.metric", f"{c.metric!r} is the objective; constrain another metric"
+                )
+        if len(self.metrics) > MAX_METRICS:
+            raise InvalidInput("constraints", f"expected at most {MAX_METRICS} metrics, got {len(self.metrics)}")
+        if self.safety is not None and not self.constraints and self.failures != "avoid":
+            raise InvalidInput("safety", "safe mode needs outcome constraints or failures: 'avoid' to be safe from")
+
+    def read(self, values: dict[str, Any] | None, value: float | None) -> tuple[float, dict[str, float] | None]:
+        """A complete tell's objective value and its named metrics, or a 422 naming what is missing or wrong."""
+        if not self.named:
+            if values is not None:
+                raise InvalidInput("values", "this study names no metrics: tell {'value': number}")
+            return finite("value", value), None
+        if values is None:
+            if value is not None and not self.constraints:
+                return finite("value", value), {self.objectives[0].metric: finite("value", value)}
+            raise InvalidInput("values", f"expected a number for each of the study's metrics {self.metrics}")
+        unknown = sorted(set(values) - set(self.metrics))
+        if unknown:
+            raise InvalidInput(f"values.{unknown[0]}", f"not a metric of this study; its metrics are {self.metrics}")
+        read = {m: finite(f"values.{m}", values.get(m)) for m in self.metrics}
+        objective = read[self.objectives[0].metric]
+        if value is not None and finite("value", value) != objective:
+            raise InvalidInput("value", f"differs from values.{self.objectives[0].metric}; send one of them")
+        return objective, read
+
+    def feasible(self, metrics: dict[str, float] | None) -> bool | None:
+        """Whether every outcome constraint holds (None: the study has none, or the trial has no metrics)."""
+        if not self.constraints or metrics is None:
+            return None
+        return all(c.violation(metrics[c.metric]) <= 0 for c in self.constraints)
+
+
+def finite(field: str, value: Any) -> float:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(field, f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class LinearConstraints:
+    """Parameter constraints in unit-cube coordinates: A_ub u <= b_ub, A_eq u == b_eq (rows of length d)."""
+
+    A_ub: tuple[tuple[float, ...], ...] = ()
+    b_ub: tuple[float, ...] = ()
+    A_eq: tuple[tuple[float, ...], ...] = ()
+    b_eq: tuple[float, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.A_ub or self.A_eq)
+
+    def worst(self, u: list[float]) -> float:
+        """The largest violation of ``u`` (<= 0: satisfied), in unit-cube terms."""
+        out = -math.inf
+        for row, b in zip(self.A_ub, self.b_ub, strict=True):
+            out = max(out, sum(a * x for a, x in zip(row, u, strict=True)) - b)
+        for row, b in zip(self.A_eq, self.b_eq, strict=True):
+            out = max(out, abs(sum(a * x for a, x in zip(row, u, strict=True)) - b))
+        return out if out > -math.inf else 0.0
+
+
+def unit_constraints(
+    constraints: list[ParameterConstraint], columns: dict[str, tuple[float, float, int]], dim: int
+) -> LinearConstraints:
+    """The constraints in the unit cube. ``columns``: each float parameter's (low, high, column). A user-unit term
+    a x with x = low + u (high - low) becomes a (high - low) u, its constant a low moves to the bound."""
+    A_ub: list[tuple[float, ...]] = []
+    b_ub: list[float] = []
+    A_eq: list[tuple[float, ...]] = []
+    b_eq: list[float] = []
+    for c in constraints:
+        row = [0.0] * dim
+        bound = c.bound
+        for name, a in c.terms.items():
+            low, high, column = columns[name]
+            row[column] += a * (high - low)
+            bound -= a * low
+        if c.op == "==":
+            A_eq.append(tuple(row))
+            b_eq.append(bound)
+        elif c.op == "<=":
+            A_ub.append(tuple(row))
+            b_ub.append(bound)
+        else:  # a x >= b  <=>  -a x <= -b
+            A_ub.append(tuple(-v for v in row))
+            b_ub.append(-bound)
+    return LinearConstraints(tuple(A_ub), tuple(b_ub), tuple(A_eq), tuple(b_eq))
+
+
+def parse_parameter_constraints(
+    raw: list[Any], box: SearchSpace
+) -> tuple[list[ParameterConstraint], LinearConstraints]:
+    """The study's parameter constraints checked against its space (a continuous ``SearchSpace``), or a 422
+    naming the constraint by position: unknown, categorical, integer or log-scaled parameters, zero
+    coefficients, a constraint given twice, and a region that no point of the space satisfies."""
+    from pydantic import ValidationError
+
+    if len(raw) > MAX_PARAMETER_CONSTRAINTS:
+        raise InvalidInput("parameter_constraints", f"expected at most {MAX_PARAMETER_CONSTRAINTS}, got {len(raw)}")
+    columns: dict[str, tuple[float, float, int]] = {}
+    kinds: dict[str, str] = {}
+    at = 0
+    for p in box.params:
+        if not isinstance(p, Param):
+            kinds[p.name] = "categorical"
+        else:
+            kinds[p.name] = "log-scaled float" if p.log else p.type
+        if kinds[p.name] == "float":
+            assert isinstance(p, Param)
+            columns[p.name] = (float(p.low), float(p.high), at)
+        at += p.width
+    parsed: list[ParameterConstraint] = []
+    for i, item in enumerate(raw):
+        where = f"parameter_constraints.{i}"
+        try:
+            c = ParameterConstraint.model_validate(item)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise InvalidInput(f"{where}.{loc}" if loc else where, err["msg"]) from None
+        for name, a in c.terms.items():
+            if name not in kinds:
+                raise InvalidInput(
+                    f"{where}.terms.{name}", f"not a parameter of the space; its parameters: {list(kinds)}"
+                )
+            if kinds[name] != "float":
+                raise InvalidInput(
+                    f"{where}.terms.{name}",
+                    f"a {kinds[name]} parameter; linear constraints apply to float parameters on a linear scale",
+                )
+            if a == 0:
+                raise InvalidInput(f"{where}.terms.{name}", "a zero coefficient: leave the term out")
+        if c in parsed:
+            raise InvalidInput(where, f"the same constraint as parameter_constraints.{parsed.index(c)}")
+        parsed.append(c)
+    linear = unit_constraints(parsed, columns, box.dim)
+    if linear and not _region_holds_a_point(linear, box.dim):
+        raise InvalidInput("parameter_constraints", "no point of the space satisfies all of them together")
+    return parsed, linear
+
+
+def _region_holds_a_point(linear: LinearConstraints, dim: int) -> bool:
+    from scipy.optimize import linprog
+
+    result = linprog(
+        [0.0] * dim,
+        A_ub=[list(r) for r in linear.A_ub] or None,
+        b_ub=list(linear.b_ub) or None,
+        A_eq=[list(r) for r in linear.A_eq] or None,
+        b_eq=list(linear.b_eq) or None,
+        bounds=[(0.0, 1.0)] * dim,
+        method="highs",
+    )
+    return bool(result.status == 0)
