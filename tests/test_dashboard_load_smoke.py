@@ -1,4 +1,5 @@
-"""The dashboard-load benchmark runs end to end in its smoke configuration (SQLite, 0 and 20 open list streams)."""
+"""The dashboard-load benchmark runs end to end in its smoke configuration (SQLite; no stream open, 20 open
+studies-list streams, 20 open study-page streams)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,22 @@ COMMITTED = BENCHMARKS / "results" / "dashboard_load.json"
 @pytest.mark.live
 def test_smoke_run_times_asks_beside_open_streams_and_readers_hear_only_their_studies(tmp_path: Path) -> None:
     before = COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None
-    run_benchmark("dashboard_load.py", "--smoke", "--out", str(tmp_path), timeout=120)
+    run_benchmark("dashboard_load.py", "--smoke", "--out", str(tmp_path), timeout=180)
 
     data = json.loads((tmp_path / "dashboard_load.json").read_text())
     assert (tmp_path / "dashboard_load.md").read_text().startswith("# Dashboard load")
-    rows = {row["streams"]: row for row in data["rows"]}
-    assert set(rows) == {0, 20}
+    rows = {(row["kind"], row["streams"]): row for row in data["rows"]}
+    assert set(rows) == {("none", 0), ("list", 20), ("study", 20)}
     for row in rows.values():
         assert row["cycles"] > 0 and row["cycles_per_s"] > 0 and row["ask_p50_ms"] > 0
         assert row["errors"] == 0 and row["stream_errors"] == 0, row
         assert row["server_cpu_s"] > 0 and row["wall_s"] > 0
-    loaded = rows[20]
-    assert loaded["events_per_reader_of_busy"] >= 1  # readers of the busy study hear of it
-    assert loaded["events_max_per_reader_not_of_busy"] == 1  # the others get the first list and nothing after
-    assert [v["backend"] for v in data["verdicts"]] == ["sqlite"]  # judged; the goal itself is for the full run
+    lists, pages = rows["list", 20], rows["study", 20]
+    assert lists["events_per_reader_of_busy"] >= 1  # readers of the busy study hear of it
+    assert lists["events_max_per_reader_not_of_busy"] == 1  # the others get the first list and nothing after
+    assert pages["events_per_reader_of_busy"] >= 1  # the study's pages hear its trials
+    judged = [(v["backend"], v["kind"]) for v in data["verdicts"]]
+    assert judged == [("sqlite", "list"), ("sqlite", "study")]  # judged; the goals themselves are for the full run
     assert data["meta"]["smoke"] is True
     assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
 
