@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
+from typing import Any, TypeVar
 
 from localbo.policies import thread_settings  # noqa: F401  (GPyTorch's settings per thread, before any model)
 from localbo.policies.base import (
@@ -48,10 +49,11 @@ __all__ = [
     "registry",
 ]
 
-_POLICIES: dict[str, type[Policy]] = {}
+_POLICIES: dict[str, type[Policy[Any, Any]]] = {}
+PolicyT = TypeVar("PolicyT", bound=type[Policy[Any, Any]])  # register keeps the class's own type
 
 
-def register(cls: type[Policy]) -> type[Policy]:
+def register(cls: PolicyT) -> PolicyT:
     if cls.name in _POLICIES and _POLICIES[cls.name] is not cls:
         raise ValueError(f"two policies named {cls.name!r}")
     _POLICIES[cls.name] = cls
@@ -65,13 +67,13 @@ def _import_policy_modules() -> None:
             importlib.import_module(f"{__name__}.{module.name}")
 
 
-def registry() -> dict[str, type[Policy]]:
+def registry() -> dict[str, type[Policy[Any, Any]]]:
     """Every known policy by name (the package's modules, and any registered elsewhere)."""
     _import_policy_modules()
     return dict(sorted(_POLICIES.items()))
 
 
-def get_policy(name: str) -> type[Policy]:
+def get_policy(name: str) -> type[Policy[Any, Any]]:
     policies = registry()
     if name not in policies:
         raise KeyError(name)

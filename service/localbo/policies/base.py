@@ -33,7 +33,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -108,18 +108,18 @@ class PolicyState(BaseModel):
         raise StateMigrationError(f"{cls.__name__} has no migration from v{from_version} to v{cls.version}")
 
 
-S = TypeVar("S", bound=PolicyState)
-C = TypeVar("C", bound=PolicyConfig)
+ConfigT = TypeVar("ConfigT", bound=PolicyConfig)
+StateT = TypeVar("StateT", bound=PolicyState)
 
 
-def state_as(state: PolicyState, cls: type[S]) -> S:
+def state_as(state: PolicyState, cls: type[StateT]) -> StateT:
     """``state`` as the policy's own State class (a TypeError if the engine passed another policy's)."""
     if not isinstance(state, cls):
         raise TypeError(f"expected a {cls.__name__}, got a {type(state).__name__}")
     return state
 
 
-def config_as(config: PolicyConfig, cls: type[C]) -> C:
+def config_as(config: PolicyConfig, cls: type[ConfigT]) -> ConfigT:
     """``config`` as the policy's own Config class (a TypeError if the engine passed another policy's)."""
     if not isinstance(config, cls):
         raise TypeError(f"expected a {cls.__name__}, got a {type(config).__name__}")
@@ -214,9 +214,10 @@ CAPABILITIES = ("constraints", "parameter_constraints", "failures", "safety")
 
 
 @dataclass(frozen=True)
-class SuggestRequest:
+class SuggestRequest(Generic[ConfigT, StateT]):
     """One call's input. ``generator`` is a CPU generator seeded from ``rng_seed`` when the request is built
-    (it travels over the wire as ``rng_seed``); ``dataclasses.replace`` builds a fresh one."""
+    (it travels over the wire as ``rng_seed``); ``dataclasses.replace`` builds a fresh one. Typed by the
+    policy's Config and State: ``Policy[C, S].suggest`` takes a ``SuggestRequest[C, S]``."""
 
     dim: int
     X: torch.Tensor  # n x d, completed points in [0, 1]^d
@@ -224,8 +225,8 @@ class SuggestRequest:
     numbers: torch.Tensor  # n (long), the trial number of each row of X
     X_pending: torch.Tensor  # m x d, asked or planned, not yet told
     count: int  # rows needed now (>= 1)
-    state: PolicyState  # the policy's own State, loaded (and migrated) by the engine
-    config: PolicyConfig
+    state: StateT  # the policy's own State, loaded (and migrated) by the engine
+    config: ConfigT  # the policy's own Config, loaded (and migrated) by the engine
     seed: int  # the study's seed: same study, same sequence
     rng_seed: int  # seeds ``generator``
     space: SpaceStructure
@@ -249,10 +250,16 @@ class Suggestion:
     index: torch.Tensor | None = None  # k (long): on a finite space, the candidates X's rows are
 
 
-class Policy(ABC):
+class Policy(ABC, Generic[ConfigT, StateT]):
+    """A policy over its Config and State classes: ``class Sobol(Policy[PlanAheadConfig, DrawnState])``, its
+    classmethods and ``suggest`` typed by them. The engine holds any policy as a ``type[Policy[Any, Any]]``."""
+
     name: ClassVar[str]
-    Config: ClassVar[type[PolicyConfig]] = PolicyConfig
-    State: ClassVar[type[PolicyState]] = PolicyState
+    # The policy's own Config and State classes: plain class attributes, as a ClassVar cannot name a type
+    # variable. The defaults are a bare ``Policy``'s (no options, no memory); mypy checks a default against
+    # every ConfigT and StateT, hence the ignores: a policy of other types sets its own.
+    Config: type[ConfigT] = PolicyConfig  # type: ignore[assignment]  # a bare Policy's default, see above
+    State: type[StateT] = PolicyState  # type: ignore[assignment]  # a bare Policy's default, see above
     # False for policies that ignore the data (random, sobol): the engine then skips
     # loading the study's trials on every plan.
     needs_history: ClassVar[bool] = True
@@ -265,7 +272,7 @@ class Policy(ABC):
     handles: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
-    def check_space(cls, kind: str, config: PolicyConfig | None = None) -> None:
+    def check_space(cls, kind: str, config: ConfigT | None = None) -> None:
         """Raise PolicyConfigError if this policy cannot run on a space of this kind, or if ``config``
         sets a key that does not apply to it (a finite space's GP hyperparameters on a continuous one)."""
         if kind not in cls.spaces:
@@ -285,12 +292,12 @@ class Policy(ABC):
                 )
 
     @classmethod
-    def check_study(cls, dim: int, config: PolicyConfig) -> None:
+    def check_study(cls, dim: int, config: ConfigT) -> None:
         """Raise PolicyConfigError if this policy cannot run a study of ``dim`` parameters."""
         return None  # most policies run any space
 
     @classmethod
-    def load_state(cls, saved: Mapping[str, Any] | None) -> tuple[PolicyState, str | None]:
+    def load_state(cls, saved: Mapping[str, Any] | None) -> tuple[StateT, str | None]:
         """The State stored as ``{"schema": version, "data": {...}}`` (``dump_state``), and a note when it restarted.
 
         Empty or None: a fresh state, no note. An older version: ``State.migrate`` first. A newer
@@ -315,7 +322,7 @@ class Policy(ABC):
             )
 
     @classmethod
-    def load_config(cls, saved: Mapping[str, Any] | None, version: int) -> tuple[PolicyConfig | None, str | None]:
+    def load_config(cls, saved: Mapping[str, Any] | None, version: int) -> tuple[ConfigT | None, str | None]:
         """The Config stored as ``saved`` at ``version`` (migrated when older), or None and why it cannot load."""
         current = cls.Config.version
         try:
@@ -327,37 +334,38 @@ class Policy(ABC):
             return None, f"{cls.name}: the stored policy config v{version} could not be loaded ({_brief(exc)})"
 
     @classmethod
-    def queue(cls, config: PolicyConfig) -> str:
+    def queue(cls, config: ConfigT) -> str:
         """The worker queue this study's suggests go to: "auto" (by size), "cpu" or "gpu"."""
         return "auto"
 
     @classmethod
-    def kernel(cls, config: PolicyConfig) -> str:
+    def kernel(cls, config: ConfigT) -> str:
         """The GP kernel the policy models the objective with (the dashboard's analysis uses the same)."""
         return "rbf"
 
     @classmethod
     def dump_state(cls, state: PolicyState) -> dict[str, Any]:
-        """What the engine stores: ``{"schema": State.version, "data": JSON}``."""
+        """What the engine stores: ``{"schema": State.version, "data": JSON}`` (a TypeError if ``state`` is not
+        a ``State``: a ``Suggestion`` holds any PolicyState)."""
         return {"schema": cls.State.version, "data": state_as(state, cls.State).model_dump(mode="json")}
 
     @classmethod
-    def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:
+    def plans_now(cls, state: StateT, n_complete: int, n_running: int) -> bool:
         """Whether a suggest now would make progress; the engine asks before planning ahead after a tell."""
         return True
 
     @classmethod
-    def fallback_box(cls, state: PolicyState, config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
+    def fallback_box(cls, state: StateT, config: ConfigT, dim: int) -> tuple[list[float], list[float]]:
         """Where a safe fallback point may lie (lower, upper corners in the unit cube) when the policy is late."""
         return [0.0] * dim, [1.0] * dim
 
     @classmethod
-    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
+    def display(cls, state: StateT, config: ConfigT, n_complete: int) -> Display | None:
         """What a person should see about ``state`` (None: nothing beyond the trials)."""
         return None
 
     @abstractmethod
-    def suggest(self, request: SuggestRequest) -> Suggestion: ...
+    def suggest(self, request: SuggestRequest[ConfigT, StateT]) -> Suggestion: ...
 
 
 def _brief(exc: Exception) -> str:
@@ -366,7 +374,7 @@ def _brief(exc: Exception) -> str:
     return "; ".join(line.strip() for line in text[:3])
 
 
-def _registry() -> dict[str, type[Policy]]:
+def _registry() -> dict[str, type[Policy[Any, Any]]]:
     from localbo.policies import registry  # the package imports this module first
 
     return registry()

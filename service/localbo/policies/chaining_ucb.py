@@ -17,7 +17,7 @@ from typing import Any
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.base import Policy, Suggestion, SuggestRequest, state_as
+from localbo.policies.base import Policy, Suggestion, SuggestRequest
 from localbo.policies.covers import chaining_bonus
 from localbo.policies.finite import FiniteState, suggest_finite
 from localbo.policies.finite_gp import FiniteGPConfig, FinitePosterior
@@ -28,18 +28,18 @@ class ChainingConfig(FiniteGPConfig):
 
 
 @register
-class ChainingUCB(Policy):
+class ChainingUCB(Policy[ChainingConfig, FiniteState]):
     name = "chaining-ucb"
     Config = ChainingConfig
     State = FiniteState
     spaces = frozenset({"finite"})
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: ChainingConfig = request.config  # type: ignore[assignment]
+    def suggest(self, request: SuggestRequest[ChainingConfig, FiniteState]) -> Suggestion:
+        config = request.config
 
         def score(posterior: FinitePosterior, t: int) -> tuple[Tensor, dict[str, Any]]:
             chaining = chaining_bonus(posterior.sq_distance, posterior.sigma, t, config.delta)
             return posterior.mean + chaining.bonus, chaining.describe()
 
-        choice = suggest_finite(request, config, score, state_as(request.state, FiniteState).hypers)
+        choice = suggest_finite(request, config, score, request.state.hypers)
         return Suggestion(X=choice.X, state=FiniteState(hypers=choice.hypers, n=choice.n), index=choice.index)

@@ -10,8 +10,6 @@ counts as rejected.
 
 from __future__ import annotations
 
-from typing import Any
-
 from botorch.acquisition.analytic import LogExpectedImprovement
 
 from localbo.policies import register
@@ -28,23 +26,23 @@ from localbo.policies.truncated import truncated_ei
 
 
 @register
-class EI(GlobalPolicy):
+class EI(GlobalPolicy[GlobalConfig]):
     """Expected improvement over the best observation."""
 
     name = "ei"
     Config = GlobalConfig
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: GlobalConfig) -> Acquisition:
         return improvement_score(ctx, LogExpectedImprovement)
 
 
 @register
-class TEI(GlobalPolicy):
+class TEI(GlobalPolicy[LipschitzConfig]):
     """Truncated expected improvement: the improvement integrated only where the Lipschitz bounds allow f."""
 
     name = "tei"
     Config = LipschitzConfig
     lipschitz = True
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: LipschitzConfig) -> Acquisition:
         return truncated_score(ctx, truncated_ei)

@@ -42,11 +42,11 @@ def gibo_step(model: SingleTaskGP, x_t: Tensor, lr: float) -> tuple[Tensor, dict
 
 
 @register
-class Gibo(LocalPolicy):
+class Gibo(LocalPolicy[GiboConfig]):
     """GIBO: explore to learn the gradient at x_t, then a normalised gradient step."""
 
     name = "gibo"
     Config = GiboConfig
 
-    def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
+    def step(self, model: Any, x_t: Tensor, config: GiboConfig) -> tuple[Tensor, dict[str, Any]]:
         return gibo_step(model, x_t, config.lr)

@@ -24,7 +24,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 import torch
 from botorch.models import SingleTaskGP
@@ -43,7 +43,6 @@ from localbo.policies.base import (
     SuggestRequest,
     config_as,
     only_on,
-    state_as,
 )
 from localbo.policies.lipschitz import KAPPA, LipschitzBounds, LipschitzEstimate, estimate
 from localbo.policies.truncated import accepted
@@ -187,16 +186,18 @@ def accept_reject_score(ctx: Context, value: Acquisition) -> Acquisition:
     return score
 
 
-class GlobalPolicy(Policy):
-    """Base of the global policies: the protocol above; subclasses give ``acquisition``."""
+GlobalConfigT = TypeVar("GlobalConfigT", bound=GlobalConfig)
 
-    Config: ClassVar[type[PolicyConfig]] = GlobalConfig
-    State: ClassVar[type[PolicyState]] = GlobalState
+
+class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
+    """Base of the global policies: the protocol above; subclasses give ``Config`` and ``acquisition``."""
+
+    State = GlobalState
     lipschitz: ClassVar[bool] = False
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous", "categorical"})
 
     @classmethod
-    def check_study(cls, dim: int, config: PolicyConfig) -> None:
+    def check_study(cls, dim: int, config: GlobalConfigT) -> None:
         if dim > SOBOL_MAX_DIM:
             raise PolicyConfigError(
                 "space",
@@ -204,42 +205,41 @@ class GlobalPolicy(Policy):
             )
 
     @classmethod
-    def kernel(cls, config: PolicyConfig) -> str:
-        return config_as(config, GlobalConfig).kernel
+    def kernel(cls, config: GlobalConfigT) -> str:
+        return config.kernel
 
     @classmethod
-    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
+    def display(cls, state: GlobalState, config: GlobalConfigT, n_complete: int) -> Display | None:
         """The phase (initial design or model-based), and the Lipschitz estimate of the variants that keep one."""
-        glob = state_as(state, GlobalState)
-        n_init = getattr(config, "n_init", None)
-        numbers: dict[str, float | int | str | None] = {"observations": glob.n}
-        if glob.points:
-            numbers["last point"] = glob.points[-1].how
-        if glob.lipschitz is not None:
-            numbers["L"] = glob.lipschitz.L
-            numbers["largest observed slope"] = glob.lipschitz.L_lb
+        n_init = config.n_init
+        numbers: dict[str, float | int | str | None] = {"observations": state.n}
+        if state.points:
+            numbers["last point"] = state.points[-1].how
+        if state.lipschitz is not None:
+            numbers["L"] = state.lipschitz.L
+            numbers["largest observed slope"] = state.lipschitz.L_lb
         initial = (
-            glob.n == 0 or (n_init is not None and n_complete < n_init) or all(p.how == "init" for p in glob.points)
+            state.n == 0 or (n_init is not None and n_complete < n_init) or all(p.how == "init" for p in state.points)
         )
         return Display(phase="initial design" if initial else "model-based", numbers=numbers)
 
     @abstractmethod
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: GlobalConfigT) -> Acquisition:
         """The score to maximise for one point (it may draw random numbers from ``ctx.generator``)."""
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: GlobalConfig = request.config  # type: ignore[assignment]
+    def suggest(self, request: SuggestRequest[GlobalConfigT, GlobalState]) -> Suggestion:
+        config = request.config
         dev, d = request.device, request.dim
         X = request.X.to(dev, torch.float64).reshape(-1, d)
         y = request.y.to(dev, torch.float64).reshape(-1)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         n, m = X.shape[0], pending.shape[0]
         n_init = config.n_init or d + 1
-        hypers = state_as(request.state, GlobalState).hypers
+        hypers = request.state.hypers
         lipschitz: LipschitzState | None = None
         bounds: LipschitzBounds | None = None
         if self.lipschitz and n:
-            cfg: LipschitzConfig = request.config  # type: ignore[assignment]
+            cfg = config_as(config, LipschitzConfig)  # a Lipschitz variant's config
             est = estimate(X, y, cfg.kappa, cfg.lipschitz_constant)
             bounds = LipschitzBounds(X, y, est.L)
             lipschitz = LipschitzState.of(est)
@@ -266,8 +266,8 @@ class GlobalPolicy(Policy):
 
     def _acquire(
         self,
-        request: SuggestRequest,
-        config: GlobalConfig,
+        request: SuggestRequest[GlobalConfigT, GlobalState],
+        config: GlobalConfigT,
         X: Tensor,
         y: Tensor,
         hypers: gp.Hypers | None,

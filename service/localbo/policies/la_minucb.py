@@ -42,7 +42,7 @@ from localbo.policies import gp, register
 from localbo.policies.base import SuggestRequest
 from localbo.policies.exploration import local_box
 from localbo.policies.gradients import KernelParams, chol, train_data
-from localbo.policies.local import Data, LocalConfig, LocalPolicy
+from localbo.policies.local import Data, LocalConfig, LocalPolicy, LocalState
 from localbo.policies.minucb import minucb_step
 
 MIN_VARIANCE = 1e-12  # sigma^2 after Z, floored: rounding can push it below 0 at a data point
@@ -184,19 +184,19 @@ def search_region(x: Tensor, region_delta: float | None) -> Tensor:
 
 
 @register
-class LaMinUCB(LocalPolicy):
+class LaMinUCB(LocalPolicy[LaMinUCBConfig]):
     """LA-MinUCB: step to the UCB minimiser, then a batch chosen by the look-ahead of the minimum UCB."""
 
     name = "la-minucb"
     Config = LaMinUCBConfig
 
-    def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
+    def step(self, model: Any, x_t: Tensor, config: LaMinUCBConfig) -> tuple[Tensor, dict[str, Any]]:
         bounds = search_region(x_t, config.step_delta)
         return minucb_step(model, x_t, config.beta, bounds, config.step_restarts)
 
     def explore(
         self,
-        request: SuggestRequest,
+        request: SuggestRequest[LaMinUCBConfig, LocalState],
         data: Data,
         x_t: Tensor,
         hypers: gp.Hypers | None,
@@ -211,7 +211,7 @@ class LaMinUCB(LocalPolicy):
             return super().explore(
                 request, data, x_t, hypers, head, count, min_count=min_count, seed=seed, top_up=top_up
             )
-        config: LaMinUCBConfig = request.config  # type: ignore[assignment]
+        config = request.config
         Xw, yw = gp.window(data.X, data.y, data.n_max)
         model = gp.build_model(Xw, yw, config.kernel, hypers, x_t.device)
         Z, expected = lookahead_batch(

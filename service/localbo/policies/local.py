@@ -23,7 +23,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -41,8 +41,6 @@ from localbo.policies.base import (
     Progress,
     Suggestion,
     SuggestRequest,
-    config_as,
-    state_as,
 )
 from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
@@ -143,83 +141,82 @@ def _seed(seed: int, t: int, k: int) -> int:
     return (seed * 1_000_003 + t * 65_537 + k) % (2**62)
 
 
-class LocalPolicy(Policy):
-    """Base of gibo and minucb: the batch/top-up/step logic; subclasses give ``step`` and ``resamples``."""
+LocalConfigT = TypeVar("LocalConfigT", bound=LocalConfig)
 
-    Config: ClassVar[type[PolicyConfig]] = LocalConfig
-    State: ClassVar[type[PolicyState]] = LocalState
+
+class LocalPolicy(Policy[LocalConfigT, LocalState]):
+    """Base of gibo and minucb: the batch/top-up/step logic; subclasses give ``Config``, ``step``, ``resamples``."""
+
+    State = LocalState
 
     @classmethod
-    def check_study(cls, dim: int, config: LocalConfig) -> None:  # type: ignore[override]
+    def check_study(cls, dim: int, config: LocalConfigT) -> None:
         if config.x0 is not None and len(config.x0) != dim:
             raise PolicyConfigError("policy_config.x0", f"expected {dim} values in [0, 1], got {len(config.x0)}")
 
     @classmethod
-    def queue(cls, config: PolicyConfig) -> str:
-        return config_as(config, LocalConfig).queue
+    def queue(cls, config: LocalConfigT) -> str:
+        return config.queue
 
     @classmethod
-    def kernel(cls, config: PolicyConfig) -> str:
-        return config_as(config, LocalConfig).kernel
+    def kernel(cls, config: LocalConfigT) -> str:
+        return config.kernel
 
     @classmethod
-    def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:
+    def plans_now(cls, state: LocalState, n_complete: int, n_running: int) -> bool:
         # While the batch's results are out a suggest only tops the batch up with extra exploration,
         # which delays the step: plan ahead only once the batch is in (or nothing is running).
-        local = state_as(state, LocalState)
-        if local.x_t is None or n_running == 0:
+        if state.x_t is None or n_running == 0:
             return True
-        return n_complete - local.n_start >= local.batch
+        return n_complete - state.n_start >= state.batch
 
     @classmethod
-    def fallback_box(cls, state: PolicyState, config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
+    def fallback_box(cls, state: LocalState, config: LocalConfigT, dim: int) -> tuple[list[float], list[float]]:
         """The exploration box around x_t: a late point is still a local one."""
-        local, delta = state_as(state, LocalState), getattr(config, "delta", 0.2)
-        if local.x_t is None or len(local.x_t) != dim:
+        if state.x_t is None or len(state.x_t) != dim:
             return super().fallback_box(state, config, dim)
-        return [max(0.0, v - delta) for v in local.x_t], [min(1.0, v + delta) for v in local.x_t]
+        return [max(0.0, v - config.delta) for v in state.x_t], [min(1.0, v + config.delta) for v in state.x_t]
 
     @classmethod
-    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
+    def display(cls, state: LocalState, config: LocalConfigT, n_complete: int) -> Display | None:
         """The iteration: its phase and batch progress, x_t, the exploration box, the path, the step and the GP."""
-        local = state_as(state, LocalState)
-        if local.x_t is None:
+        if state.x_t is None:
             return Display(phase="not started")
-        done = max(0, min(local.batch, n_complete - local.n_start))
-        if done >= local.batch:
+        done = max(0, min(state.batch, n_complete - state.n_start))
+        if done >= state.batch:
             phase = "step pending"  # the batch is in: the next plan fits the GP and steps
         else:
-            phase = "exploration batch" if local.phase == "batch" else "top-up"
-        lower, upper = cls.fallback_box(local, config, len(local.x_t))
-        last = local.path[-1].info if local.path else {}
-        numbers: dict[str, float | int | str | None] = {"iteration": local.t, "top-up points": local.extra}
+            phase = "exploration batch" if state.phase == "batch" else "top-up"
+        lower, upper = cls.fallback_box(state, config, len(state.x_t))
+        last = state.path[-1].info if state.path else {}
+        numbers: dict[str, float | int | str | None] = {"iteration": state.t, "top-up points": state.extra}
         for key in ("event", "step_norm", "trace_after"):
             value = last.get(key)
             if value is not None and not isinstance(value, bool):
                 numbers[key] = value
-        if local.hypers is not None:
-            numbers["gp noise"] = round(local.hypers.noise, 6)
-            numbers["gp mean lengthscale"] = round(sum(local.hypers.lengthscale) / len(local.hypers.lengthscale), 6)
+        if state.hypers is not None:
+            numbers["gp noise"] = round(state.hypers.noise, 6)
+            numbers["gp mean lengthscale"] = round(sum(state.hypers.lengthscale) / len(state.hypers.lengthscale), 6)
         return Display(
             phase=phase,
-            progress=Progress(done=done, total=local.batch, label="exploration batch"),
-            centre=list(local.x_t),
+            progress=Progress(done=done, total=state.batch, label="exploration batch"),
+            centre=list(state.x_t),
             box=Box(lower=lower, upper=upper),
-            path=[list(p.x) for p in local.path],
+            path=[list(p.x) for p in state.path],
             numbers=numbers,
         )
 
     @abstractmethod
-    def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
+    def step(self, model: Any, x_t: Tensor, config: LocalConfigT) -> tuple[Tensor, dict[str, Any]]:
         """x_{t+1} (d) from the fitted GP and x_t (d), and what is worth showing about the step."""
 
-    def resamples(self, config: Any) -> int:
+    def resamples(self, config: LocalConfigT) -> int:
         """b1: copies of x_t at the head of each iteration's batch."""
         return 1
 
     def explore(
         self,
-        request: SuggestRequest,
+        request: SuggestRequest[LocalConfigT, LocalState],
         data: Data,
         x_t: Tensor,
         hypers: gp.Hypers | None,
@@ -235,7 +232,7 @@ class LocalPolicy(Policy):
         GIBO's exploration: greedy argmin of tr Cov(grad f(x_t)) in x_t +- delta, given the data window,
         the pending points and ``head``; the early stop only within a batch, never in a top-up.
         """
-        config: LocalConfig = request.config  # type: ignore[assignment]
+        config = request.config
         found = explore(
             gp.kernel_params(hypers, request.dim, config.kernel, x_t.device),
             torch.cat([data.conditioning(), head]),
@@ -253,19 +250,19 @@ class LocalPolicy(Policy):
         return found.Z, {"trace_before": found.trace_before, "trace_after": found.trace_after}
 
     def exploration_acquisition(
-        self, request: SuggestRequest, data: Data, x_t: Tensor, hypers: gp.Hypers | None
+        self, request: SuggestRequest[LocalConfigT, LocalState], data: Data, x_t: Tensor, hypers: gp.Hypers | None
     ) -> Callable[[GradientTrace], AcquisitionFunction] | None:
         """The acquisition ``explore`` maximises, built from its GradientTrace; None: GIBO's trace reduction,
         optimised for all candidates at once."""
         return None
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: LocalConfig = request.config  # type: ignore[assignment]
+    def suggest(self, request: SuggestRequest[LocalConfigT, LocalState]) -> Suggestion:
+        config = request.config
         dev, d = request.device, request.dim
         X = request.X.to(dev, torch.float64).reshape(-1, d)
         y = request.y.to(dev, torch.float64).reshape(-1)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
-        state, n, n_max = state_as(request.state, LocalState), X.shape[0], config.n_max or 5 * d
+        state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
         data = Data(X, y, pending, n_max)
         if state.x_t is None:  # the first call: x_0 and its batch
             start = config.x0 if config.x0 is not None else [0.5] * d
@@ -301,7 +298,7 @@ class LocalPolicy(Policy):
 
     def _iteration(
         self,
-        request: SuggestRequest,
+        request: SuggestRequest[LocalConfigT, LocalState],
         data: Data,
         state: LocalState,
         t: int,
@@ -310,8 +307,7 @@ class LocalPolicy(Policy):
         info: dict[str, Any],
     ) -> Suggestion:
         """The batch of iteration t: b1 copies of x_t, then the exploration points around x_t."""
-        config: LocalConfig = request.config  # type: ignore[assignment]
-        d = request.dim
+        config, d = request.config, request.dim
         b1 = self.resamples(config)
         head = x_t.expand(b1, d)
         Z, found = self.explore(
@@ -339,7 +335,9 @@ class LocalPolicy(Policy):
         )
         return Suggestion(X=batch, state=new_state)
 
-    def _top_up(self, request: SuggestRequest, data: Data, state: LocalState, x_t: Tensor) -> Suggestion:
+    def _top_up(
+        self, request: SuggestRequest[LocalConfigT, LocalState], data: Data, state: LocalState, x_t: Tensor
+    ) -> Suggestion:
         """``count`` more exploration points around x_t while the batch's results are still out (no fit)."""
         Z, _ = self.explore(
             request,

@@ -84,16 +84,16 @@ def minucb_step(
 
 
 @register
-class MinUCB(LocalPolicy):
+class MinUCB(LocalPolicy[MinUCBConfig]):
     """MinUCB: explore as GIBO, then step to the minimiser of the upper confidence bound."""
 
     name = "minucb"
     Config = MinUCBConfig
 
-    def resamples(self, config: Any) -> int:
-        return int(config.resamples)
+    def resamples(self, config: MinUCBConfig) -> int:
+        return config.resamples
 
-    def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
+    def step(self, model: Any, x_t: Tensor, config: MinUCBConfig) -> tuple[Tensor, dict[str, Any]]:
         if config.step_delta is None:
             bounds = torch.stack([torch.zeros_like(x_t), torch.ones_like(x_t)])
         else:

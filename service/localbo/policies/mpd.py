@@ -35,7 +35,7 @@ from torch import Tensor
 from localbo.policies import gp, register
 from localbo.policies.base import SuggestRequest
 from localbo.policies.gradients import GradientTrace, KernelParams, chol, train_data
-from localbo.policies.local import Data, LocalConfig, LocalPolicy
+from localbo.policies.local import Data, LocalConfig, LocalPolicy, LocalState
 
 JITTER = 1e-9  # relative to Sigma's mean diagonal, before its Cholesky factorisation
 
@@ -128,19 +128,19 @@ def mpd_walk(
 
 
 @register
-class MPD(LocalPolicy):
+class MPD(LocalPolicy[MPDConfig]):
     """MPD: explore to make the descent direction probable, then walk along it while it stays probable."""
 
     name = "mpd"
     Config = MPDConfig
 
-    def step(self, model: Any, x_t: Tensor, config: Any) -> tuple[Tensor, dict[str, Any]]:
+    def step(self, model: Any, x_t: Tensor, config: MPDConfig) -> tuple[Tensor, dict[str, Any]]:
         return mpd_walk(model, x_t, config.step_size, config.threshold, config.max_steps, config.probability)
 
     def exploration_acquisition(
-        self, request: SuggestRequest, data: Data, x_t: Tensor, hypers: gp.Hypers | None
+        self, request: SuggestRequest[MPDConfig, LocalState], data: Data, x_t: Tensor, hypers: gp.Hypers | None
     ) -> Callable[[GradientTrace], AcquisitionFunction] | None:
-        config: MPDConfig = request.config  # type: ignore[assignment]
+        config = request.config
         if data.X.shape[0] == 0:  # no data, no gradient mean: the trace reduction alone
             return super().exploration_acquisition(request, data, x_t, hypers)
         Xw, yw = gp.window(data.X, data.y, data.n_max)

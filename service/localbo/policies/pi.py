@@ -8,8 +8,6 @@ Both maximised in log space; where TPI is zero the point counts as rejected.
 
 from __future__ import annotations
 
-from typing import Any
-
 from botorch.acquisition.analytic import LogProbabilityOfImprovement
 
 from localbo.policies import register
@@ -26,23 +24,23 @@ from localbo.policies.truncated import truncated_pi
 
 
 @register
-class PI(GlobalPolicy):
+class PI(GlobalPolicy[GlobalConfig]):
     """Probability of improving on the best observation."""
 
     name = "pi"
     Config = GlobalConfig
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: GlobalConfig) -> Acquisition:
         return improvement_score(ctx, LogProbabilityOfImprovement)
 
 
 @register
-class TPI(GlobalPolicy):
+class TPI(GlobalPolicy[LipschitzConfig]):
     """Truncated probability of improvement: only values of f the Lipschitz bounds allow count."""
 
     name = "tpi"
     Config = LipschitzConfig
     lipschitz = True
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: LipschitzConfig) -> Acquisition:
         return truncated_score(ctx, truncated_pi)

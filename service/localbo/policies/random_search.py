@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from localbo.policies import register
-from localbo.policies.base import PlanAheadConfig, Policy, PolicyState, Suggestion, SuggestRequest, state_as
+from localbo.policies.base import PlanAheadConfig, Policy, PolicyState, Suggestion, SuggestRequest
 from localbo.policies.finite import Exhausted, available
 
 
@@ -17,7 +17,7 @@ class DrawnState(PolicyState):
 
 
 @register
-class RandomSearch(Policy):
+class RandomSearch(Policy[PlanAheadConfig, DrawnState]):
     """x ~ U[0, 1]^d. The generator is seeded by (study seed, points drawn so far)."""
 
     name = "random"
@@ -26,24 +26,23 @@ class RandomSearch(Policy):
     needs_history = False
     spaces = frozenset({"continuous", "categorical", "finite"})
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: PlanAheadConfig = request.config  # type: ignore[assignment]
+    def suggest(self, request: SuggestRequest[PlanAheadConfig, DrawnState]) -> Suggestion:
         if request.finite is not None:
-            return self.suggest_finite(request, config)
-        drawn = state_as(request.state, DrawnState).drawn
-        k = max(request.count, config.plan_ahead)
+            return self.suggest_finite(request)
+        drawn = request.state.drawn
+        k = max(request.count, request.config.plan_ahead)
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
         X = torch.rand(k, request.dim, generator=generator, dtype=torch.float64)
         return Suggestion(X=X, state=DrawnState(drawn=drawn + k))
 
-    def suggest_finite(self, request: SuggestRequest, config: PlanAheadConfig) -> Suggestion:
+    def suggest_finite(self, request: SuggestRequest[PlanAheadConfig, DrawnState]) -> Suggestion:
         """Candidates drawn uniformly among those not asked yet (the paper's Random), or among all with repeats."""
         space = request.finite
         assert space is not None
-        drawn = state_as(request.state, DrawnState).drawn
+        drawn = request.state.drawn
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
         free = available(space, []).nonzero()[:, 0].cpu()
-        k = min(max(request.count, config.plan_ahead), free.numel())
+        k = min(max(request.count, request.config.plan_ahead), free.numel())
         if k < request.count:
             raise Exhausted("every candidate was asked; the study allows no repeats")
         if space.allow_repeats:

@@ -12,7 +12,7 @@ from localbo.policies.base import FiniteSpace, Policy, PolicyConfig, PolicyState
 
 
 def make_request(
-    policy: type[Policy] | str,
+    policy: type[Policy[Any, Any]] | str,
     X: torch.Tensor,
     y: torch.Tensor,
     *,
@@ -26,7 +26,7 @@ def make_request(
     onehot: tuple[tuple[int, int], ...] = (),
     finite: FiniteSpace | None = None,
     device: torch.device | str = "cpu",
-) -> SuggestRequest:
+) -> SuggestRequest[Any, Any]:
     """``policy``'s request on X (n x d), y (n, to minimise); ``state`` a State, its raw data or None (fresh)."""
     cls = get_policy(policy) if isinstance(policy, str) else policy
     d = dim if dim is not None else X.shape[-1]

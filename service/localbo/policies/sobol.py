@@ -8,11 +8,9 @@ from localbo.policies import register
 from localbo.policies.base import (
     PlanAheadConfig,
     Policy,
-    PolicyConfig,
     PolicyConfigError,
     Suggestion,
     SuggestRequest,
-    state_as,
 )
 from localbo.policies.random_search import DrawnState
 
@@ -20,7 +18,7 @@ SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 
 
 @register
-class Sobol(Policy):
+class Sobol(Policy[PlanAheadConfig, DrawnState]):
     """Point i of the study is point i of one scrambled Sobol sequence (low discrepancy)."""
 
     name = "sobol"
@@ -30,17 +28,16 @@ class Sobol(Policy):
     spaces = frozenset({"continuous", "categorical"})
 
     @classmethod
-    def check_study(cls, dim: int, config: PolicyConfig) -> None:
+    def check_study(cls, dim: int, config: PlanAheadConfig) -> None:
         if dim > SOBOL_MAX_DIM:
             raise PolicyConfigError(
                 "space",
                 f"sobol supports at most {SOBOL_MAX_DIM} coordinates (a categorical: one per choice), got {dim}",
             )
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: PlanAheadConfig = request.config  # type: ignore[assignment]
-        drawn = state_as(request.state, DrawnState).drawn
-        k = max(request.count, config.plan_ahead)
+    def suggest(self, request: SuggestRequest[PlanAheadConfig, DrawnState]) -> Suggestion:
+        drawn = request.state.drawn
+        k = max(request.count, request.config.plan_ahead)
         engine = torch.quasirandom.SobolEngine(request.dim, scramble=True, seed=request.seed)
         if drawn:
             engine.fast_forward(drawn)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from botorch.models import SingleTaskGP
@@ -118,7 +118,7 @@ def weight_space_path(model: SingleTaskGP, features: int, generator: torch.Gener
     return path
 
 
-def sample_path(ctx: Context, config: Any) -> Acquisition:
+def sample_path(ctx: Context, config: TSConfig) -> Acquisition:
     """One posterior sample path of f at X: k x d -> k, in the units of y, drawn from ``ctx.generator``."""
     if config.sampler == "weight-space":
         return weight_space_path(ctx.model, config.features, ctx.generator)
@@ -126,24 +126,24 @@ def sample_path(ctx: Context, config: Any) -> Acquisition:
 
 
 @register
-class TS(GlobalPolicy):
+class TS(GlobalPolicy[TSConfig]):
     """Thompson sampling: minimise one posterior sample path."""
 
     name = "ts"
     Config = TSConfig
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: TSConfig) -> Acquisition:
         path = sample_path(ctx, config)
         return lambda X: -path(X)
 
 
 @register
-class ARTS(GlobalPolicy):
+class ARTS(GlobalPolicy[LipschitzTSConfig]):
     """AR-TS: Thompson sampling where the path must lie within the Lipschitz bounds."""
 
     name = "ar-ts"
     Config = LipschitzTSConfig
     lipschitz = True
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: LipschitzTSConfig) -> Acquisition:
         return accept_reject_score(ctx, sample_path(ctx, config))

@@ -34,7 +34,6 @@ from localbo.policies.base import (
     Progress,
     Suggestion,
     SuggestRequest,
-    state_as,
 )
 from localbo.policies.gp import StoredHypers, fit_model, to_state
 from localbo.policies.ts import pathwise_path
@@ -119,51 +118,48 @@ def update(region: Region, y_new: Tensor, config: TurboConfig, d: int, q: int) -
 
 
 @register
-class Turbo(Policy):
+class Turbo(Policy[TurboConfig, TurboState]):
     name = "turbo"
     Config = TurboConfig
     State = TurboState
 
     @classmethod
-    def kernel(cls, config: PolicyConfig) -> str:
+    def kernel(cls, config: TurboConfig) -> str:
         return "matern52"  # what ``suggest`` fits
 
     @classmethod
-    def plans_now(cls, state: PolicyState, n_complete: int, n_running: int) -> bool:
+    def plans_now(cls, state: TurboState, n_complete: int, n_running: int) -> bool:
         return n_running == 0  # the next batch once this one's results are all in
 
     @classmethod
-    def fallback_box(cls, state: PolicyState, config: PolicyConfig, dim: int) -> tuple[list[float], list[float]]:
-        region = state_as(state, TurboState).region
+    def fallback_box(cls, state: TurboState, config: TurboConfig, dim: int) -> tuple[list[float], list[float]]:
+        region = state.region
         if region is None or region.lower is None or region.upper is None:
             return [0.0] * dim, [1.0] * dim
         return list(region.lower), list(region.upper)
 
     @classmethod
-    def display(cls, state: PolicyState, config: PolicyConfig, n_complete: int) -> Display | None:
-        s, c = state_as(state, TurboState), config
-        assert isinstance(c, TurboConfig)
-        region = s.region
+    def display(cls, state: TurboState, config: TurboConfig, n_complete: int) -> Display | None:
+        region = state.region
         if region is None:
             return None
         numbers: dict[str, float | int | str | None] = {
             "side length": round(region.length, 6),
             "successes": region.successes,
             "failures": region.failures,
-            "restarts": s.restarts,
+            "restarts": state.restarts,
             "region best": region.best,
         }
         if region.best is None:
-            n_init = c.n_init or 0
+            n_init = config.n_init or 0
             total = n_init or max(region.design_asked, 1)
             progress = Progress(done=min(region.design_asked, total), total=total, label="design points asked")
             return Display(phase="initial design", progress=progress, numbers=numbers)
         box = Box(lower=region.lower, upper=region.upper) if region.lower and region.upper else None
         return Display(phase="trust region", centre=region.centre, box=box, numbers=numbers)
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
-        config: TurboConfig = request.config  # type: ignore[assignment]
-        state = state_as(request.state, TurboState)
+    def suggest(self, request: SuggestRequest[TurboConfig, TurboState]) -> Suggestion:
+        config, state = request.config, request.state
         d = request.dim
         q = max(request.count, config.batch_size)
         n_init = config.n_init or 2 * d

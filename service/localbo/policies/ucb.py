@@ -20,7 +20,7 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.base import Suggestion, SuggestRequest, state_as
+from localbo.policies.base import Suggestion, SuggestRequest
 from localbo.policies.finite import suggest_finite
 from localbo.policies.finite_gp import FiniteGPConfig, FiniteHypersConfig, FinitePosterior
 from localbo.policies.global_bo import (
@@ -57,7 +57,7 @@ def finite_beta(size: int, t: int, delta: float) -> float:
     return 2.0 * math.log(size * t**2 * math.pi**2 / (6.0 * delta))
 
 
-def suggest_finite_ucb(request: SuggestRequest, config: GPUCBConfig) -> Suggestion:
+def suggest_finite_ucb(request: SuggestRequest[GPUCBConfig, GlobalState], config: GPUCBConfig) -> Suggestion:
     """GP-UCB on a finite space: argmax over the candidates not asked yet of mu + sqrt(beta_t) sigma (f = -y)."""
     assert request.finite is not None
     size = request.finite.size
@@ -71,7 +71,7 @@ def suggest_finite_ucb(request: SuggestRequest, config: GPUCBConfig) -> Suggesti
         beta = config.beta if config.beta is not None else finite_beta(size, t, config.delta)
         return posterior.mean + math.sqrt(beta) * posterior.sigma, {"beta": beta}
 
-    choice = suggest_finite(request, finite, score, state_as(request.state, GlobalState).hypers)
+    choice = suggest_finite(request, finite, score, request.state.hypers)
     return Suggestion(X=choice.X, state=GlobalState(hypers=choice.hypers, n=choice.n), index=choice.index)
 
 
@@ -80,7 +80,7 @@ def beta_t(config: UCBConfig, ctx: Context) -> float:
     return config.beta if config.beta is not None else 0.2 * ctx.dim * math.log(2 * max(ctx.n, 1))
 
 
-def lower_confidence_bound(ctx: Context, config: Any) -> Acquisition:
+def lower_confidence_bound(ctx: Context, config: UCBConfig) -> Acquisition:
     """mu(x) - sqrt(beta_t) sigma(x): the optimistic bound on f when minimising."""
     root = math.sqrt(beta_t(config, ctx))
 
@@ -92,44 +92,44 @@ def lower_confidence_bound(ctx: Context, config: Any) -> Acquisition:
 
 
 @register
-class UCB(GlobalPolicy):
+class UCB(GlobalPolicy[GPUCBConfig]):
     """GP-UCB: minimise the lower confidence bound."""
 
     name = "ucb"
     Config = GPUCBConfig
     spaces = frozenset({"continuous", "categorical", "finite"})
 
-    def suggest(self, request: SuggestRequest) -> Suggestion:
+    def suggest(self, request: SuggestRequest[GPUCBConfig, GlobalState]) -> Suggestion:
         if request.finite is not None:
-            return suggest_finite_ucb(request, request.config)  # type: ignore[arg-type]
+            return suggest_finite_ucb(request, request.config)
         return super().suggest(request)
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: GPUCBConfig) -> Acquisition:
         bound = lower_confidence_bound(ctx, config)
         return lambda X: -bound(X)
 
 
 @register
-class ARUCB(GlobalPolicy):
+class ARUCB(GlobalPolicy[LipschitzUCBConfig]):
     """AR-UCB: GP-UCB whose bound must lie within the Lipschitz bounds at x."""
 
     name = "ar-ucb"
     Config = LipschitzUCBConfig
     lipschitz = True
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: LipschitzUCBConfig) -> Acquisition:
         return accept_reject_score(ctx, lower_confidence_bound(ctx, config))
 
 
 @register
-class TUCB(GlobalPolicy):
+class TUCB(GlobalPolicy[LipschitzUCBConfig]):
     """TUCB: minimise the lower confidence bound lifted to the Lipschitz lower bound."""
 
     name = "tucb"
     Config = LipschitzUCBConfig
     lipschitz = True
 
-    def acquisition(self, ctx: Context, config: Any) -> Acquisition:
+    def acquisition(self, ctx: Context, config: LipschitzUCBConfig) -> Acquisition:
         beta = beta_t(config, ctx)
         assert ctx.bounds is not None
         bounds = ctx.bounds
