@@ -1,4 +1,5 @@
-"""The one generator of fallback points: seeded, inside the policy's fallback box, never a taken candidate.
+"""The one generator of fallback points: seeded, inside the policy's fallback box (and the study's parameter
+constraints), never a taken candidate.
 
 Used when the policy failed (the plan is fallback points and the error is recorded) and when an ask
 waited ``LOCALBO_ASK_WAIT_SECONDS`` in vain (the missing points are made up, the policy state untouched).
@@ -12,6 +13,8 @@ import torch
 
 from localbo.domain import Source, StudySpace
 from localbo.errors import Conflict
+from localbo.policies.base import Polytope
+from localbo.policies.polytope import feasible_or_none, sample
 from localbo.storage.repository import PlanPoint
 
 
@@ -21,9 +24,13 @@ def fallback_points(
     generator: torch.Generator,
     box: tuple[list[float], list[float]] | None = None,
     taken: Collection[int] = (),
+    polytope: Polytope | None = None,
 ) -> list[PlanPoint]:
     """``k`` random points: uniform in ``box`` (lower, upper corners; the cube when None), categoricals
-    snapped; on a finite space, distinct candidates outside ``taken`` (a 409 when too few are left)."""
+    snapped; on a finite space, distinct candidates outside ``taken`` (a 409 when too few are left).
+
+    With ``polytope`` (the study's parameter constraints in the unit cube), hit-and-run samples of box ∩ polytope,
+    or of cube ∩ polytope when the box misses it (``policies.polytope``), from the same generator."""
     candidates = space.candidates
     if candidates is not None:
         free = torch.ones(candidates.size, dtype=torch.bool)
@@ -37,7 +44,12 @@ def fallback_points(
     dim = space.dim
     lo, hi = box if box is not None else ([0.0] * dim, [1.0] * dim)
     low, high = torch.tensor(lo, dtype=torch.float64), torch.tensor(hi, dtype=torch.float64)
-    X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
+    if polytope is not None:
+        if feasible_or_none(polytope, low, high) is None:  # the box misses the constraints: anywhere they hold
+            low, high = torch.zeros(dim, dtype=torch.float64), torch.ones(dim, dtype=torch.float64)
+        X = sample(polytope, k, generator, low, high)
+    else:
+        X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
     return [(space.snap(row), Source.FALLBACK.value, None) for row in X.tolist()]
 
 

@@ -1,4 +1,9 @@
-"""``random``: independent uniform points in the unit cube, reproducible per study."""
+"""``random``: independent uniform points in the unit cube, reproducible per study.
+
+With parameter constraints (``request.polytope``) the points are hit-and-run samples of the cube ∩ polytope
+(``polytope.sample``: uniform in the limit, 32 chains side by side, burned in and thinned), from the same
+generator seeded by (study seed, points drawn so far).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import torch
 from localbo.policies import register
 from localbo.policies.base import PlanAheadConfig, Policy, PolicyState, Suggestion, SuggestRequest
 from localbo.policies.finite import Exhausted, available
+from localbo.policies.polytope import sample
 
 
 class DrawnState(PolicyState):
@@ -18,13 +24,20 @@ class DrawnState(PolicyState):
 
 @register
 class RandomSearch(Policy[PlanAheadConfig, DrawnState]):
-    """x ~ U[0, 1]^d. The generator is seeded by (study seed, points drawn so far)."""
+    """x ~ U[0, 1]^d (U[cube ∩ polytope] with parameter constraints). The generator is seeded by (study seed,
+    points drawn so far).
+
+    >>> request = make_request("random", torch.zeros(0, 3), torch.zeros(0), config={"plan_ahead": 8})
+    >>> RandomSearch().suggest(request).X.shape  # 8 x 3, the next call continues at drawn = 8
+    torch.Size([8, 3])
+    """
 
     name = "random"
     Config = PlanAheadConfig
     State = DrawnState
     needs_history = False
     spaces = frozenset({"continuous", "categorical", "finite"})
+    handles = frozenset({"parameter_constraints"})
 
     def suggest(self, request: SuggestRequest[PlanAheadConfig, DrawnState]) -> Suggestion:
         if request.finite is not None:
@@ -32,7 +45,10 @@ class RandomSearch(Policy[PlanAheadConfig, DrawnState]):
         drawn = request.state.drawn
         k = max(request.count, request.config.plan_ahead)
         generator = torch.Generator().manual_seed(request.seed * 1_000_003 + drawn)
-        X = torch.rand(k, request.dim, generator=generator, dtype=torch.float64)
+        if request.polytope is not None:
+            X = sample(request.polytope, k, generator)
+        else:
+            X = torch.rand(k, request.dim, generator=generator, dtype=torch.float64)
         return Suggestion(X=X, state=DrawnState(drawn=drawn + k))
 
     def suggest_finite(self, request: SuggestRequest[PlanAheadConfig, DrawnState]) -> Suggestion:
