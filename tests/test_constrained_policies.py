@@ -94,3 +94,101 @@ def test_fallback_points_lie_in_the_box_and_the_polytope_and_in_the_polytope_whe
     assert inside(P, X), "the box misses u1 + u2 <= 0.5: points of the polytope instead"
     unconstrained = fallback_points(unit_space(2), 8, torch.Generator().manual_seed(0), ([0.6, 0.6], [1.0, 1.0]))
     assert all(0.6 <= v <= 1.0 for p in unconstrained for v in p[0]), "without a polytope, as before"
+
+
+# --- turbo as SCBO ----------------------------------------------------------------------------------------------
+
+
+def quadratic(X: torch.Tensor) -> torch.Tensor:
+    """f(x) = |x - 0.8|^2: its unconstrained minimum lies outside the ball below."""
+    return (X - 0.8).pow(2).sum(-1)
+
+
+def ball(X: torch.Tensor) -> torch.Tensor:
+    """c(x) = |x - 0.2|^2 - 0.3 <= 0: a ball around 0.2; the constrained minimum (d = 3) is f = 0.2416 at
+    x_i = 0.2 + sqrt(0.3 / 3)."""
+    return ((X - 0.2).pow(2).sum(-1) - 0.3).unsqueeze(-1)
+
+
+CONSTRAINED_OPTIMUM = 3 * (0.6 - (0.3 / 3) ** 0.5) ** 2
+
+
+def run(name: str, seed: int, budget: int, d: int = 3, count: int = 1, **config: Any) -> tuple[torch.Tensor, Any]:
+    """``budget`` evaluations of the quadratic under the ball constraint: (X, the last state)."""
+    policy = get_policy(name)()
+    X, state = torch.zeros(0, d, dtype=torch.float64), None
+    while X.shape[0] < budget:
+        made = request(name, X, quadratic(X), C=ball(X), count=count, state=state, config=config, seed=seed)
+        suggestion = policy.suggest(made)
+        X, state = torch.cat([X, suggestion.X[:count]]), suggestion.state
+    return X[:budget], state
+
+
+def best_feasible(X: torch.Tensor) -> float:
+    feasible = (ball(X) <= 0).all(-1)
+    return float(quadratic(X)[feasible].min()) if bool(feasible.any()) else float("inf")
+
+
+def test_scbo_finds_a_better_feasible_point_than_random_and_centres_on_the_best_feasible() -> None:
+    X, state = run("turbo", seed=0, budget=30, count=3, batch_size=3, candidates=500)
+    random_best = best_feasible(run("random", seed=0, budget=30)[0])
+    assert best_feasible(X) < random_best and best_feasible(X) < CONSTRAINED_OPTIMUM + 0.02
+    seen = X[: len(state.counted)]  # the state is from before the last batch's results
+    feasible = (ball(seen) <= 0).all(-1)
+    centre = seen[feasible][quadratic(seen[feasible]).argmin()]
+    assert state.region.centre == centre.tolist() and state.region.violation == 0.0
+    display = get_policy("turbo").display(state, get_policy("turbo").Config(), X.shape[0])
+    assert display is not None and display.numbers["active constraint"] == 0
+    assert 0 < display.numbers["feasible share"] < 1
+
+
+def test_the_region_centres_on_the_best_feasible_point_or_else_the_least_violating_one() -> None:
+    X = torch.tensor([[0.1, 0.1], [0.9, 0.9], [0.5, 0.2], [0.3, 0.6], [0.7, 0.4]], dtype=torch.float64)
+    y = torch.tensor([3.0, 0.0, 2.0, 1.0, 5.0], dtype=torch.float64)  # the lowest y is infeasible
+    C = torch.tensor([[-1.0, -0.5], [2.0, -1.0], [-0.1, -0.2], [0.5, 0.1], [-1.0, -1.0]], dtype=torch.float64)
+    config = {"n_init": 4, "candidates": 64}
+    state = get_policy("turbo")().suggest(request("turbo", X, y, C=C, config=config)).state
+    assert state.region.centre == X[2].tolist() and state.region.best == 2.0 and state.region.violation == 0.0
+    assert state.active_constraint == 0 and state.feasible_share == pytest.approx(0.6)
+    none = C.abs() + 0.05  # nothing feasible: the least total violation, row 2 (0.15 + 0.25)
+    state = get_policy("turbo")().suggest(request("turbo", X, y, C=none, config=config)).state
+    assert state.region.centre == X[2].tolist() and state.region.violation == pytest.approx(0.4)
+
+
+def test_success_counts_feasibility_first() -> None:
+    from localbo.policies.turbo import Region, TurboConfig, update
+
+    config, one = TurboConfig(success_tolerance=9, failure_tolerance=9), torch.tensor
+    feasible = Region(length=0.8, best=1.0, violation=0.0)
+    infeasible = Region(length=0.8, best=1.0, violation=0.5)
+    y, v = one([0.5, 2.0], dtype=torch.float64), one([0.3, 0.0], dtype=torch.float64)
+    # a feasible 2.0 beats an infeasible centre, not a feasible 1.0 (the 0.5 is infeasible)
+    assert update(infeasible, y, config, 2, 2, v).successes == 1
+    assert update(feasible, y, config, 2, 2, v).failures == 1
+    # nothing feasible: less violation than an infeasible centre is a success, never against a feasible one
+    v_bad = one([0.3, 0.4], dtype=torch.float64)
+    assert update(infeasible, y, config, 2, 2, v_bad).successes == 1
+    assert update(feasible, y, config, 2, 2, v_bad).failures == 1
+    assert update(infeasible, y, config, 2, 2, one([0.6, 0.7], dtype=torch.float64)).failures == 1
+    # without constraints, as TuRBO
+    assert update(feasible, one([0.5], dtype=torch.float64), config, 2, 1).successes == 1
+
+
+MODEL_CONFIGS: dict[str, dict[str, Any]] = {
+    "turbo": {"n_init": 4, "batch_size": 2, "candidates": 256},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_CONFIGS))
+def test_model_based_policies_stay_inside_random_polytopes(name: str) -> None:
+    """The design (no data yet) and the model's points (6 results, an outcome constraint) of 12 random polytopes."""
+    from localbo.policies.polytope import sample
+
+    policy, config = get_policy(name)(), MODEL_CONFIGS[name]
+    for i, (P, x0) in enumerate(cases(12, seed=4)):
+        d = x0.numel()
+        design = policy.suggest(request(name, torch.zeros(0, d), torch.zeros(0), polytope=P, count=2, config=config))
+        assert inside(P, design.X), f"case {i}: the design"
+        X = sample(P, 6, torch.Generator().manual_seed(i))
+        made = request(name, X, quadratic(X), C=(X[:, :1] - 0.5), polytope=P, count=2, config=config, seed=i)
+        assert inside(P, policy.suggest(made).X), f"case {i}: d={d}, {P.b_ub.numel()} <=, {P.b_eq.numel()} =="

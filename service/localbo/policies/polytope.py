@@ -17,7 +17,8 @@ box a trust region, a fallback box, or the cube). ``sample`` draws n points of P
 Every random number comes from the caller's ``torch.Generator`` (BoTorch's ``sample_polytope`` and
 ``get_polytope_samples`` seed torch's process-global RNG; policies never touch it).
 ``feasible_or_none`` says whether box ∩ polytope is empty (None) and gives its Chebyshev centre otherwise;
-``sobol_in`` keeps the rows of a scrambled Sobol sequence that satisfy inequalities only (rejection, bounded).
+``sobol_in`` keeps the rows of a scrambled Sobol sequence that satisfy inequalities only (rejection, bounded);
+``design`` is a study's initial design inside the polytope (Sobol by rejection, else hit-and-run).
 
 >>> P = Polytope(torch.ones(1, 2), torch.ones(1), torch.zeros(0, 2), torch.zeros(0))  # u1 + u2 <= 1
 >>> U = sample(P, 100, torch.Generator().manual_seed(0))  # 100 x 2
@@ -275,12 +276,17 @@ def sobol_in(
     return None
 
 
-def sample_seeded(
-    polytope: Polytope,
-    n: int,
-    seed: int,
-    lower: Tensor | None = None,
-    upper: Tensor | None = None,
-) -> Tensor:
-    """``sample`` from a generator seeded with ``seed``: n x d."""
-    return sample(polytope, n, torch.Generator().manual_seed(seed % 2**63), lower, upper)
+def design(polytope: Polytope | None, d: int, seed: int, start: int, k: int) -> Tensor:
+    """Points ``start`` .. ``start + k - 1`` of a study's space-filling design (k x d): of the scrambled Sobol
+    sequence (``seed``) in the cube, or of its points inside the polytope (``sobol_in``), or, when rejection
+    does not work there, hit-and-run samples from a generator seeded by (seed, start)."""
+    if polytope is None:
+        engine = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed)
+        if start:
+            engine.fast_forward(start)
+        return engine.draw(k, dtype=torch.float64)
+    found = sobol_in(polytope, seed, 0, start + k)  # the accepted points from the start: designs are short
+    if found is not None:
+        return found[0][start:]
+    generator = torch.Generator().manual_seed((seed * 1_000_003 + start) % 2**63)
+    return sample(polytope, k, generator)

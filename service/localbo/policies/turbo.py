@@ -14,13 +14,36 @@
 
 "New results" are counted by trial number (the request's ``numbers``): a result is counted once, in the
 first suggest that sees it, whatever order the tells came in.
+
+With outcome constraints (``request.C``: n x m, c_j(x) <= 0 feasible) it is SCBO (Eriksson & Poloczek, "Scalable
+Constrained Bayesian Optimization", AISTATS 2021):
+
+    models:   one GP per constraint beside the objective's (the same fit, ``gp.fit_model``), on the region's data,
+              each fitted to bilog(c) = sign(c) log(1 + |c|) (the paper's transform: it keeps the sign, so
+              feasibility, and tames large violations); v(x) = sum_j max(c_j(x), 0) is the total violation
+    centre:   the best feasible point of the region's data, or the least violating one when none is feasible
+    batch:    each of the q points draws one joint Thompson sample (f~, c~_1..c~_m) over the candidates and takes
+              the lowest f~ among the candidates feasible in the sample (all c~_j <= 0), else the lowest v~
+    update:   a batch succeeds when its best point (the best feasible one, else the least violating) is feasible
+              and improves on a feasible centre by the margin above, or is feasible while the centre is not, or
+              violates less than an infeasible centre; anything else is a failure
+
+With parameter constraints (``request.polytope``) the design is the Sobol sequence's points inside them (or
+hit-and-run samples, ``polytope.design``) and the candidates are hit-and-run samples of region ∩ polytope
+(``polytope.sample``) instead of perturbed Sobol points (perturbing coordinates would leave an equality).
+
+>>> request = make_request("turbo", X, y, count=4)   # X: n x d in the unit cube, y: n to minimise
+>>> request = dataclasses.replace(request, C=C)       # C: n x m, <= 0 where each constraint holds (SCBO)
+>>> Turbo().suggest(request).X                        # 4 x d, inside the trust region
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
+from botorch.models import SingleTaskGP
 from pydantic import BaseModel, Field
 from torch import Tensor
 
@@ -35,7 +58,8 @@ from localbo.policies.base import (
     Suggestion,
     SuggestRequest,
 )
-from localbo.policies.gp import StoredHypers, fit_model, to_state
+from localbo.policies.gp import Hypers, StoredHypers, fit_model, to_state
+from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
 
 SUCCESS_MARGIN = 1e-3  # relative improvement that counts as a success (the paper's)
@@ -62,7 +86,8 @@ class Region(BaseModel):
     length: float
     successes: int = 0
     failures: int = 0
-    best: float | None = None  # the region's best value (None during its design)
+    best: float | None = None  # the region's best value (None during its design); with constraints, the centre's
+    violation: float = 0.0  # the centre's total violation sum_j max(c_j, 0) (0: feasible, or no constraints)
     centre: list[float] | None = None  # where ``best`` was observed
     first_number: int = 1  # results of trials numbered below are not the region's
     excluded: list[list[float]] = Field(default_factory=list)  # points running at the restart: not its own either
@@ -77,6 +102,9 @@ class TurboState(PolicyState):
     counted: list[int] = Field(default_factory=list)  # trial numbers whose result updated the region (sorted)
     restarts: int = 0
     hypers: StoredHypers = None
+    constraint_hypers: list[Hypers] = Field(default_factory=list)  # the constraint GPs' last fits (SCBO)
+    feasible_share: float | None = None  # the share of the study's results that satisfy every constraint
+    active_constraint: int | None = None  # the constraint (index) nearest to, or furthest past, its bound at the centre
 
 
 def trust_region(centre: Tensor, lengthscale: Tensor, length: float) -> tuple[Tensor, Tensor]:
@@ -86,35 +114,79 @@ def trust_region(centre: Tensor, lengthscale: Tensor, length: float) -> tuple[Te
     return (centre - w * length / 2).clamp(0, 1), (centre + w * length / 2).clamp(0, 1)
 
 
-def region_data(request: SuggestRequest, region: Region) -> tuple[Tensor, Tensor, Tensor]:
-    """(X, y, numbers) of the results that belong to the region."""
+def region_mask(request: SuggestRequest[Any, Any], region: Region) -> Tensor:
+    """n (bool): the results that belong to the region."""
     keep = request.numbers >= region.first_number
     if region.excluded:
         old = torch.tensor(region.excluded, dtype=request.X.dtype, device=request.X.device)
         keep &= ~(request.X.unsqueeze(1) == old.unsqueeze(0)).all(-1).any(-1)
+    return keep
+
+
+def region_data(request: SuggestRequest[Any, Any], region: Region) -> tuple[Tensor, Tensor, Tensor]:
+    """(X, y, numbers) of the results that belong to the region."""
+    keep = region_mask(request, region)
     return request.X[keep], request.y[keep], request.numbers[keep]
+
+
+def total_violation(C: Tensor | None, n: int) -> Tensor:
+    """v = sum_j max(c_j, 0): n, zero where every constraint holds (and everywhere without constraints)."""
+    if C is None:
+        return torch.zeros(n, dtype=torch.float64)
+    return C.to(torch.float64).clamp_min(0).sum(-1)
+
+
+def best_index(y: Tensor, v: Tensor) -> int:
+    """The best row: the lowest y among the feasible (v == 0), else the lowest violation v."""
+    feasible = v <= 0
+    if bool(feasible.any()):
+        return int(torch.where(feasible, y, torch.full_like(y, math.inf)).argmin())
+    return int(v.argmin())
+
+
+def bilog(c: Tensor) -> Tensor:
+    """sign(c) log(1 + |c|): SCBO's transform of the constraint values (same sign, large values compressed)."""
+    return c.sign() * c.abs().log1p()
+
+
+def active_constraint(C: Tensor, i: int) -> int:
+    """The constraint nearest to (or furthest past) its bound at row i, in units of each one's spread over C."""
+    spread = C.std(dim=0) if C.shape[0] > 1 else torch.ones(C.shape[1], dtype=C.dtype)
+    spread = torch.where(spread > 0, spread, torch.ones_like(spread))
+    return int((C[i] / spread).argmax())
 
 
 def failure_tolerance(config: TurboConfig, d: int, q: int) -> int:
     return config.failure_tolerance or math.ceil(max(4.0 / q, d / q))
 
 
-def update(region: Region, y_new: Tensor, config: TurboConfig, d: int, q: int) -> Region:
-    """The region after one batch of new results ``y_new`` (to minimise): the paper's success/failure rule."""
+def update(region: Region, y_new: Tensor, config: TurboConfig, d: int, q: int, v_new: Tensor | None = None) -> Region:
+    """The region after one batch of new results ``y_new`` (to minimise) with total violations ``v_new`` (None: no
+    constraints): the paper's success/failure rule, feasibility first under constraints (SCBO)."""
     best = region.best
     assert best is not None
-    if float(y_new.min()) < best - SUCCESS_MARGIN * abs(best):
+    v_new = torch.zeros_like(y_new) if v_new is None else v_new
+    b = best_index(y_new, v_new)
+    y_b, v_b = float(y_new[b]), float(v_new[b])
+    if v_b <= 0:  # a feasible result: better than an infeasible centre, or better by the margin than a feasible one
+        improved = region.violation > 0 or y_b < best - SUCCESS_MARGIN * abs(best)
+    else:  # none feasible: it must violate less than an infeasible centre
+        improved = v_b < region.violation
+    if improved:
         successes, failures = region.successes + 1, 0
+        best, violation = y_b, max(v_b, 0.0)
     else:
         successes, failures = 0, region.failures + 1
+        violation = region.violation
+        if v_b <= 0 and region.violation <= 0:
+            best = min(best, y_b)  # an improvement below the margin is still the region's best
     length = region.length
     if successes >= config.success_tolerance:
         length, successes = min(2.0 * length, config.length_max), 0
     if failures >= failure_tolerance(config, d, q):
         length, failures = length / 2.0, 0
-    return region.model_copy(
-        update={"length": length, "successes": successes, "failures": failures, "best": min(best, float(y_new.min()))}
-    )
+    update_ = {"length": length, "successes": successes, "failures": failures, "best": best, "violation": violation}
+    return region.model_copy(update=update_)
 
 
 @register
@@ -122,6 +194,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
     name = "turbo"
     Config = TurboConfig
     State = TurboState
+    handles = frozenset({"constraints", "parameter_constraints"})
 
     @classmethod
     def kernel(cls, config: TurboConfig) -> str:
@@ -150,6 +223,10 @@ class Turbo(Policy[TurboConfig, TurboState]):
             "restarts": state.restarts,
             "region best": region.best,
         }
+        if state.feasible_share is not None:
+            numbers["feasible share"] = round(state.feasible_share, 4)
+            numbers["active constraint"] = state.active_constraint
+            numbers["centre violation"] = region.violation
         if region.best is None:
             n_init = config.n_init or 0
             total = n_init or max(region.design_asked, 1)
@@ -165,28 +242,55 @@ class Turbo(Policy[TurboConfig, TurboState]):
         n_init = config.n_init or 2 * d
         region = state.region or Region(length=config.length_init)
         counted = set(state.counted)
-        X, y, numbers = region_data(request, region)
+        C_all = request.C if request.C is not None and request.C.numel() and request.C.shape[-1] else None
+        v_all = total_violation(C_all, request.X.shape[0])
+        keep = region_mask(request, region)
+        X, y, numbers, v = request.X[keep], request.y[keep], request.numbers[keep], v_all[keep]
         fresh = torch.tensor([int(n) not in counted for n in numbers.tolist()], dtype=torch.bool)
 
         if region.best is not None and bool(fresh.any()):
-            region = update(region, y[fresh], config, d, q)
+            region = update(region, y[fresh], config, d, q, v[fresh] if C_all is not None else None)
             counted |= set(numbers[fresh].tolist())
             if region.length < config.length_min:  # collapsed: a new region, the old data left out
                 last = int(request.numbers.max()) if request.numbers.numel() else 0
                 region = Region(length=config.length_init, first_number=last + 1, excluded=request.X_pending.tolist())
-                state = state.model_copy(update={"restarts": state.restarts + 1, "hypers": None})
-                X, y, numbers = region_data(request, region)
+                state = state.model_copy(
+                    update={"restarts": state.restarts + 1, "hypers": None, "constraint_hypers": []}
+                )
+                keep = region_mask(request, region)
+                X, y, numbers, v = request.X[keep], request.y[keep], request.numbers[keep], v_all[keep]
 
         if region.best is None and (X.shape[0] < n_init or X.shape[0] < 2):
             return self._design(request, state, region, counted, q, n_init)
         if region.best is None:  # the design is in: from now on results count as successes or failures
             counted |= set(numbers.tolist())
-        i = int(y.argmin())  # the centre: the best point of the region's data
+        i = best_index(y, v)  # the centre: the best (feasible, else least violating) point of the region's data
         model = fit_model(X, y, "matern52", state.hypers, device=request.device, generator=request.generator)
+        constraints = []
+        if C_all is not None:
+            C = C_all[keep].to(torch.float64)
+            previous = state.constraint_hypers if len(state.constraint_hypers) == C.shape[1] else [None] * C.shape[1]
+            constraints = [
+                fit_model(X, bilog(C[:, j]), "matern52", h, device=request.device, generator=request.generator)
+                for j, h in enumerate(previous)
+            ]
+            state = state.model_copy(
+                update={
+                    "constraint_hypers": [to_state(m) for m in constraints],
+                    "feasible_share": float((v_all <= 0).double().mean()),
+                    "active_constraint": active_constraint(C, i),
+                }
+            )
         lower, upper = trust_region(X[i], model.covar_module.lengthscale.detach().reshape(-1), region.length)
-        points = self._thompson(model, X[i], lower, upper, q, config, request)
+        points = self._thompson(model, constraints, X[i], lower, upper, q, config, request)
         region = region.model_copy(
-            update={"centre": X[i].tolist(), "best": float(y[i]), "lower": lower.tolist(), "upper": upper.tolist()}
+            update={
+                "centre": X[i].tolist(),
+                "best": float(y[i]),
+                "violation": float(v[i]),
+                "lower": lower.tolist(),
+                "upper": upper.tolist(),
+            }
         )
         new = state.model_copy(update={"region": region, "counted": sorted(counted), "hypers": to_state(model)})
         return Suggestion(X=points, state=new)
@@ -195,32 +299,62 @@ class Turbo(Policy[TurboConfig, TurboState]):
     def _design(
         request: SuggestRequest, state: TurboState, region: Region, counted: set[int], q: int, n_init: int
     ) -> Suggestion:
-        """The region's Sobol design (its own sequence per restart), the rest of it or at least ``q`` points."""
+        """The region's Sobol design (its own sequence per restart; inside the parameter constraints), the rest of
+        it or at least ``q`` points."""
         k = max(q, n_init - region.design_asked)
-        engine = torch.quasirandom.SobolEngine(request.dim, scramble=True, seed=(request.seed + state.restarts) % 2**31)
-        if region.design_asked:
-            engine.fast_forward(region.design_asked)
-        X = engine.draw(k, dtype=torch.float64).to(request.device)
+        seed = (request.seed + state.restarts) % 2**31
+        X = design(request.polytope, request.dim, seed, region.design_asked, k).to(request.device)
         region = region.model_copy(update={"design_asked": region.design_asked + k})
         return Suggestion(X=X, state=state.model_copy(update={"region": region, "counted": sorted(counted)}))
 
     @staticmethod
     def _thompson(
-        model, centre: Tensor, lower: Tensor, upper: Tensor, q: int, config: TurboConfig, request: SuggestRequest
-    ) -> Tensor:  # noqa: ANN001
-        """q points: each the argmin of one posterior sample path over perturbed Sobol candidates in the box."""
+        model: SingleTaskGP,
+        constraints: list[SingleTaskGP],
+        centre: Tensor,
+        lower: Tensor,
+        upper: Tensor,
+        q: int,
+        config: TurboConfig,
+        request: SuggestRequest[TurboConfig, TurboState],
+    ) -> Tensor:
+        """q points: each the argmin of one posterior sample path over the candidates in the box, among those
+        feasible in the constraints' sample paths drawn with it (else the least violating in that sample)."""
         d, g = request.dim, request.generator
         n = config.candidates or min(5000, max(2000, 200 * d))
+        candidates = Turbo._candidates(centre, lower, upper, n, request)
+        chosen: list[int] = []
+        for _ in range(q):
+            values = pathwise_path(model, g)(candidates).detach()
+            if constraints:
+                sampled = torch.stack([pathwise_path(m, g)(candidates).detach() for m in constraints], -1)  # n x m
+                violation = sampled.clamp_min(0).sum(-1)
+                if chosen:
+                    violation[chosen] = math.inf
+                if bool((violation <= 0).any()):
+                    values = torch.where(violation <= 0, values, torch.full_like(values, math.inf))
+                else:
+                    values = violation
+            if chosen:
+                values[chosen] = math.inf  # q distinct points
+            chosen.append(int(values.argmin()))
+        return candidates[chosen]
+
+    @staticmethod
+    def _candidates(
+        centre: Tensor, lower: Tensor, upper: Tensor, n: int, request: SuggestRequest[TurboConfig, TurboState]
+    ) -> Tensor:
+        """n x d candidates in the box: perturbed Sobol points (each coordinate of the centre replaced by the Sobol
+        point's with probability min(1, 20 / d)), or hit-and-run samples of box ∩ polytope."""
+        d, g = request.dim, request.generator
+        if request.polytope is not None:
+            try:
+                return sample(request.polytope, n, g, lower, upper).to(centre)
+            except EmptyRegion:  # a centre outside the constraints (an added trial): anywhere inside them
+                return sample(request.polytope, n, g).to(centre)
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=int(torch.randint(2**31, (1,), generator=g)))
         pert = lower + (upper - lower) * sobol.draw(n, dtype=torch.float64).to(centre)
         mask = torch.rand(n, d, generator=g, dtype=torch.float64).to(centre) <= min(1.0, 20.0 / d)
         empty = ~mask.any(-1)
         mask[empty, torch.randint(d, (int(empty.sum()),), generator=g).to(centre.device)] = True
-        candidates = torch.where(mask, pert, centre.expand(n, d))
-        chosen: list[int] = []
-        for _ in range(q):
-            values = pathwise_path(model, g)(candidates).detach()
-            if chosen:
-                values[chosen] = math.inf  # q distinct points
-            chosen.append(int(values.argmin()))
-        return candidates[chosen]
+        return torch.where(mask, pert, centre.expand(n, d))
