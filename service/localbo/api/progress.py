@@ -117,8 +117,8 @@ async def _study_stream(hub: Live, feed: progress.Feed, closing: anyio.Event) ->
     async with hub.watching(feed) as study:
         seen, events = await study.catch_up(feed)
         while True:
-            for name, data in events:
-                yield f"event: {name}\ndata: {data}\n\n"
+            if events:  # one write for what one poll found (its trials and the study's head), not one each
+                yield "".join(f"event: {name}\ndata: {data}\n\n" for name, data in events)
             if any(name == "gone" for name, _ in events):
                 return
             now = anyio.current_time()
