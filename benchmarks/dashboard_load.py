@@ -5,8 +5,9 @@ What it measures, per storage backend, in one run against one ``localbo serve`` 
 on a fresh database, tokens on): one client asks and tells as fast as it can on one study (policy
 ``random``, 3 floats, so nothing but the service's overhead is timed) over loopback HTTP with a
 kept-alive connection, for ``--seconds`` per configuration; first with no dashboard open, then with
-``--streams`` open streams of each kind (an asyncio httpx client in a child process, so the readers
-do not share this process's interpreter lock with the timed client), each with a token of its own:
+``--streams`` open streams of each kind (bare asyncio sockets in a child process, so the readers do
+not share this process's interpreter lock with the timed client, and cost the shared cores as little
+as they can: they count events in the raw bytes), each with a token of its own:
 
 - ``list``: ``GET /api/v1/events``, the studies list. Half the tokens may read the busy study (they
   should get a ``studies`` event about once a second), half may read only a quiet study of their own
@@ -51,9 +52,11 @@ import sys
 import tarfile
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import numpy as np
@@ -135,45 +138,58 @@ async def _hold(url: str, kind: str, tokens: list[str], ready: Any, stop: Any) -
     errors: list[str] = []
     first = [asyncio.Event() for _ in tokens]
     counted = COUNTED[kind]
-    limits = httpx.Limits(max_connections=len(tokens) + 8, max_keepalive_connections=0)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None), limits=limits) as client:
-        path, params = "/api/v1/events", {}
-        if kind == "study":  # as the page opens it: the series first, then the stream from where it ended
+    target = "/api/v1/events"
+    if kind == "study":  # as the page opens it: the series first, then the stream from where it ended
+        async with httpx.AsyncClient(timeout=60) as client:
             r = await client.get(
                 f"{url}/api/v1/studies/{BUSY}/series", headers={"Authorization": f"Bearer {tokens[0]}"}
             )
             r.raise_for_status()
-            path, params = f"/api/v1/studies/{BUSY}/events", {"after": r.json()["last"], "since": r.json()["as_of"]}
+        query = urlencode({"after": r.json()["last"], "since": r.json()["as_of"]})
+        target = f"/api/v1/studies/{BUSY}/events?{query}"
+    address = urlsplit(url)
 
-        async def read(i: int, token: str) -> None:
-            try:
-                headers = {"Authorization": f"Bearer {token}"}
-                async with client.stream("GET", f"{url}{path}", params=params, headers=headers) as response:
-                    response.raise_for_status()
-                    tail = b""
-                    async for chunk in response.aiter_bytes():  # events counted in the raw bytes: readers stay cheap
-                        text = tail + chunk
-                        counts[i] += text.count(counted)
-                        if b"\nevent: " in text:
-                            first[i].set()
-                        tail = text[-(len(counted) - 1) :]
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # counted and reported; the run goes on
-                errors.append(f"{token}: {exc!r}")
-                first[i].set()
-
-        tasks = [asyncio.create_task(read(i, token)) for i, token in enumerate(tokens)]
+    async def read(i: int, token: str) -> None:
+        """One stream over a bare socket: the real readers are browsers on other machines, so these, which share
+        the server's cores, do as little as they can (count the events in the raw bytes, parse nothing)."""
+        writer = None
         try:
-            await asyncio.wait_for(asyncio.gather(*(event.wait() for event in first)), timeout=120)
-        except TimeoutError:
-            errors.append("not every stream got its first event within 120 s")
-        ready.set()
-        while not stop.is_set():
-            await asyncio.sleep(0.1)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            reader, writer = await asyncio.open_connection(address.hostname, address.port)
+            writer.write(
+                f"GET {target} HTTP/1.1\r\nHost: {address.netloc}\r\nAuthorization: Bearer {token}\r\n"
+                "Accept: text/event-stream\r\n\r\n".encode()
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            if head.split(b" ", 2)[1] != b"200":
+                raise RuntimeError(head.split(b"\r\n", 1)[0].decode())
+            tail = b""
+            while chunk := await reader.read(65536):
+                text = tail + chunk
+                counts[i] += text.count(counted)
+                if b"\nevent: " in text:
+                    first[i].set()
+                tail = text[-(len(counted) - 1) :]
+            raise RuntimeError("the stream ended")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # counted and reported; the run goes on
+            errors.append(f"{token}: {exc!r}")
+            first[i].set()
+        finally:
+            if writer is not None:
+                writer.close()
+
+    tasks = [asyncio.create_task(read(i, token)) for i, token in enumerate(tokens)]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in first)), timeout=120)
+    except TimeoutError:
+        errors.append("not every stream got its first event within 120 s")
+    ready.set()
+    while not stop.is_set():
+        await asyncio.sleep(0.1)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     return {"events": counts, "errors": errors, "cpu_s": time.process_time()}
 
 
@@ -270,20 +286,26 @@ def measure(url: str, server: ServerProcess, label: str, backend: str, kind: str
     return row
 
 
-def run_backend(backend: str, plan: Plan, workdir: Path, label: str = "this tree") -> list[Row]:
+def run_backend(backend: str, plan: Plan, workdir: Path) -> list[Row]:
+    """Every configuration on this tree's server and, with a baseline, on the baseline's right after it (each its own
+    fresh database): the before and the after seconds apart, under the same load of a shared machine."""
     rows = []
-    env = {"LOCALBO_TOKENS": tokens_setting(max(plan.streams))}
-    if label == "baseline" and plan.baseline:
-        env["PYTHONPATH"] = plan.baseline  # the server imports localbo from the other checkout
-    with fresh_database(backend, workdir, "dashload") as url:
-        server = ServerProcess(url, log_path=workdir / f"server-{backend}-{label.replace(' ', '-')}.log", **env)
-        try:
+    labels = ["this tree"] + (["baseline"] if plan.baseline else [])
+    with ExitStack() as stack:
+        servers = {}
+        for label in labels:
+            env = {"LOCALBO_TOKENS": tokens_setting(max(plan.streams))}
+            if label == "baseline" and plan.baseline:
+                env["PYTHONPATH"] = plan.baseline  # the server imports localbo from the other checkout
+            url = stack.enter_context(fresh_database(backend, workdir, "dashload"))
+            log = workdir / f"server-{backend}-{label.replace(' ', '-')}.log"
+            server = servers[label] = ServerProcess(url, log_path=log, **env)
+            stack.callback(server.stop)
             seed_studies(server.url)
-            for streams in plan.streams:
-                for kind in KINDS if streams else ("none",):
+        for streams in plan.streams:
+            for kind in KINDS if streams else ("none",):
+                for label, server in servers.items():
                     rows.append(measure(server.url, server, label, backend, kind, streams, plan))
-        finally:
-            server.stop()
     return rows
 
 
@@ -370,7 +392,8 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
         lines += [
             "",
             f"The `baseline` rows: the same benchmark in the same run against the server of {source}, "
-            "served from that commit's `service/` with this tree's environment.",
+            "served from that commit's `service/` with this tree's environment; each configuration ran on this "
+            "tree's server, then at once on the baseline's (two servers, two fresh databases).",
         ]
     lines += [
         "",
@@ -419,8 +442,6 @@ def main(argv: list[str] | None = None) -> int:
         for backend in plan.backends:
             print(f"{backend}:", flush=True)
             rows += run_backend(backend, plan, Path(tmp))
-            if plan.baseline:
-                rows += run_backend(backend, plan, Path(tmp), label="baseline")
         meta["run_wall_s"] = round(time.perf_counter() - started, 1)
         done = os.times()
         # this process and its waited-for children (the servers, the readers): the whole run's CPU
