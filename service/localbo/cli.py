@@ -10,7 +10,7 @@ import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,7 +25,8 @@ app.add_typer(studies_app, name="studies")
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: LOCALBO_DATABASE_URL)")]
 
 
-def _settings(db: str | None = None, **overrides: object) -> Settings:
+def _settings(db: str | None = None, **overrides: Any) -> Settings:
+    """The settings from the environment, then ``overrides`` (Settings fields, None: unset; pydantic validates them)."""
     values = {k: v for k, v in overrides.items() if v is not None}
     if db:
         values["database_url"] = db

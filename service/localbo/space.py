@@ -77,6 +77,10 @@ class Param:
             raise SpaceError(where, f"expected a value in [{self.spec()['low']}, {self.spec()['high']}], got {raw}")
         return value
 
+    def encode_checked(self, where: str, raw: Any) -> list[float]:
+        """The coordinates of a user value (``check``, then ``encode``), or SpaceError."""
+        return self.encode(self.check(where, raw))
+
     def spec(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "low": self.low, "high": self.high}
         if self.type == "int":
@@ -125,6 +129,10 @@ class Categorical:
         if not any(_same(c, raw) for c in self.choices):
             raise SpaceError(where, f"expected one of {list(self.choices)}, got {raw!r}")
         return self.choices[self.index(raw)]  # the choice as listed (1 given for the choice 1.0)
+
+    def encode_checked(self, where: str, raw: Any) -> list[float]:
+        """The coordinates of a user value (``check``, then ``encode``), or SpaceError."""
+        return self.encode(self.check(where, raw))
 
     def spec(self) -> dict[str, Any]:
         return {"type": "categorical", "choices": list(self.choices)}
@@ -270,5 +278,5 @@ class SearchSpace:
         check_names(params, self.names, field)
         unit: list[float] = []
         for p in self.params:
-            unit += p.encode(p.check(f"{field}.{p.name}", params[p.name]))
+            unit += p.encode_checked(f"{field}.{p.name}", params[p.name])
         return unit

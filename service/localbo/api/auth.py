@@ -61,7 +61,9 @@ def parse_tokens(raw: str) -> dict[str, Principal]:
 
 
 def _principal(where: str, scopes: str) -> Principal:
-    admin, read, write = False, [], []
+    admin = False
+    read: list[str] = []
+    write: list[str] = []
     words = [s.strip() for s in scopes.split(",")]
     if not any(words):
         raise ValueError(f"{where}: the token has no scope; {SCOPE_HELP}")

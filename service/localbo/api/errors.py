@@ -184,7 +184,7 @@ class BodySizeLimit:
         setting = "LOCALBO_MAX_CREATE_BYTES" if creating else "LOCALBO_MAX_BODY_BYTES"
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            return await self._refuse(send, limit, setting)
+            return await self._refuse(receive, send, limit, setting)
         seen = 0
 
         async def limited_receive() -> dict:
@@ -210,5 +210,5 @@ class BodySizeLimit:
     def _detail(limit: int, setting: str) -> str:
         return f"body: larger than the limit of {limit} bytes ({setting})"
 
-    async def _refuse(self, send: Any, limit: int, setting: str) -> None:
-        await JSONResponse({"detail": self._detail(limit, setting)}, status_code=413)({"type": "http"}, None, send)
+    async def _refuse(self, receive: Any, send: Any, limit: int, setting: str) -> None:
+        await JSONResponse({"detail": self._detail(limit, setting)}, status_code=413)({"type": "http"}, receive, send)

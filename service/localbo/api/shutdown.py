@@ -10,6 +10,7 @@ import asyncio
 import signal
 import threading
 from collections.abc import Callable
+from types import FrameType
 
 EXIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -21,7 +22,7 @@ def on_exit_signals(callback: Callable[[], None]) -> Callable[[], None]:
     loop = asyncio.get_running_loop()
     previous = {sig: signal.getsignal(sig) for sig in EXIT_SIGNALS}
 
-    def handler(signum: int, frame: object) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         loop.call_soon_threadsafe(callback)
         before = previous[signal.Signals(signum)]
         if callable(before):  # uvicorn's: it begins the graceful shutdown

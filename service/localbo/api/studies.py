@@ -8,12 +8,13 @@ from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, BodySizeLimit, responses
 from localbo.api.schemas import PolicyView, StudyCreate, StudyList, StudyOut
+from localbo.domain.records import StudyRecord
 
 router = APIRouter(prefix="/api/v1/studies", tags=["studies"])
 
 
 @router.post("", status_code=201, response_model=StudyOut, responses=responses(*WRITE))
-async def create_study(body: StudyCreate, service: ServiceDep, who: Caller, request: Request) -> dict:
+async def create_study(body: StudyCreate, service: ServiceDep, who: Caller, request: Request) -> StudyRecord:
     check_write(who, body.name)
     if body.space.get("kind") != "finite":
         BodySizeLimit.check_create_size(
@@ -29,7 +30,7 @@ def list_studies(service: ServiceDep, who: Caller) -> dict:
 
 
 @router.get("/{study}", response_model=StudyOut, responses=responses(*READ))
-def get_study(study: StudyName, service: ServiceDep, who: Caller) -> dict:
+def get_study(study: StudyName, service: ServiceDep, who: Caller) -> StudyRecord:
     check_read(who, study)
     return service.studies.get(study)
 
