@@ -7,6 +7,7 @@ machine is slow, not wrong).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,10 +19,13 @@ import httpx
 import pytest
 from conftest import unique
 from fastapi import FastAPI
+from localbo import broadcast
 from localbo.api import create_app
+from localbo.api.progress import study_json
 from localbo.bootstrap import prepare_database
 from localbo.broadcast import StudyBroadcast
 from localbo.config import Settings
+from localbo.progress import Feed, StudiesList
 from localbo.storage import feed
 from test_dashboard_live import events, in_process_server
 
@@ -262,3 +266,41 @@ def test_events_since_is_an_iso_date_time(api: Any, since: str) -> None:
     r = api.get(f"{API}/{name}/events", params={"since": since})
     assert r.status_code == 422 and r.json()["detail"].startswith("since: expected an ISO 8601 date-time"), r.text
     assert r.json()["errors"] == [{"field": "since", "message": r.json()["detail"].removeprefix("since: ")}]
+
+
+def test_a_stream_that_fell_behind_the_kept_changes_reads_for_itself(api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broadcast keeps its last few changes; a stream further behind reads the study itself and misses nothing."""
+    monkeypatch.setattr(broadcast, "KEPT_CHANGES", 2)
+    monkeypatch.setattr(broadcast, "STUDY_POLL_SECONDS", 3600.0)  # the poller's first poll only; the test polls
+    name = unique()
+    assert api.post(API, json={"name": name, "space": SPACE, "policy": "random"}).status_code == 201
+    db = api.app.state.service.db
+
+    def asked() -> int:
+        r = api.post(f"{API}/{name}/ask", json={"count": 1})
+        assert r.status_code == 200, r.text
+        return r.json()["trials"][0]["number"]
+
+    async def scenario() -> None:
+        hub = broadcast.Live(StudiesList(api.app.state.service, study_json), anyio.Event())
+        slow, quick = Feed(db, name, after=0), Feed(db, name, after=0)
+        async with hub.watching(slow) as study, hub.watching(quick):
+            assert len(hub.watched) == 1
+            seen_slow, _ = await study.catch_up(slow)
+            seen_quick, _ = await study.catch_up(quick)
+            with anyio.fail_after(DEADLINE_S):
+                while not study.polls:  # the poller's own first poll, then it waits an hour
+                    await anyio.sleep(0.01)
+            reads = study.polls
+            for _ in range(4):  # four changes, one poll each; only the quick stream keeps up
+                number = asked()
+                await study._poll()
+                seen_quick, events = await study.next(quick, seen_quick, timeout=0)
+                assert [json.loads(data)["number"] for event, data in events if event == "trials"] == [[number]]
+            assert study.polls - reads == 4 and len(study.changes) == 2
+            seen_slow, events = await study.next(slow, seen_slow, timeout=0)  # its oldest change is gone
+            assert seen_slow == study.published
+            assert [json.loads(data)["number"] for event, data in events if event == "trials"] == [[1, 2, 3, 4]]
+            assert await study.next(slow, seen_slow, timeout=0) == (seen_slow, [])  # and nothing twice
+
+    anyio.run(scenario)
