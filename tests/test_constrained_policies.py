@@ -176,19 +176,103 @@ def test_success_counts_feasibility_first() -> None:
 
 MODEL_CONFIGS: dict[str, dict[str, Any]] = {
     "turbo": {"n_init": 4, "batch_size": 2, "candidates": 256},
+    "ei": {"n_init": 4, "candidates": 256, "local_candidates": 32, "restarts": 2},  # point 8: random_every
+    "ucb": {"n_init": 4, "candidates": 256, "local_candidates": 32, "restarts": 2},
 }
+# ei and ucb share their search (global_bo, acqopt), checked on 30 polytopes below: fewer cases here, as a GP
+# fit and an SLSQP run take a second or two each on a busy machine
+MODEL_CASES = {"turbo": 12, "ei": 6, "ucb": 4}
 
 
 @pytest.mark.parametrize("name", sorted(MODEL_CONFIGS))
 def test_model_based_policies_stay_inside_random_polytopes(name: str) -> None:
-    """The design (no data yet) and the model's points (6 results, an outcome constraint) of 12 random polytopes."""
+    """The design (no data yet) and the model's points (6 results, an outcome constraint) of random polytopes."""
     from localbo.policies.polytope import sample
 
     policy, config = get_policy(name)(), MODEL_CONFIGS[name]
-    for i, (P, x0) in enumerate(cases(12, seed=4)):
+    for i, (P, x0) in enumerate(cases(MODEL_CASES[name], seed=4)):
         d = x0.numel()
         design = policy.suggest(request(name, torch.zeros(0, d), torch.zeros(0), polytope=P, count=2, config=config))
         assert inside(P, design.X), f"case {i}: the design"
         X = sample(P, 6, torch.Generator().manual_seed(i))
         made = request(name, X, quadratic(X), C=(X[:, :1] - 0.5), polytope=P, count=2, config=config, seed=i)
         assert inside(P, policy.suggest(made).X), f"case {i}: d={d}, {P.b_ub.numel()} <=, {P.b_eq.numel()} =="
+
+
+def test_the_acquisition_search_stays_inside_random_polytopes_even_when_pushed_against_them() -> None:
+    """acqopt.maximize on a score whose maximiser lies outside the cube: the SLSQP refinement ends on the
+    boundary of cube ∩ polytope, and its points must still satisfy every constraint within 1e-9."""
+    from localbo.policies.acqopt import maximize
+
+    for i, (P, x0) in enumerate(cases(30, seed=6)):
+        d = x0.numel()
+        target = 2.0 * (x0 > 0.5).double() - 0.5  # outside the cube, beyond x0's nearest corner
+
+        def score(X: torch.Tensor, target: torch.Tensor = target) -> torch.Tensor:
+            return -(X - target).pow(2).sum(-1)
+
+        found = maximize(score, d, seed=i, n_candidates=128, restarts=3, around=x0.unsqueeze(0), local=16, polytope=P)
+        assert found is not None and inside(P, found.x.unsqueeze(0)), f"case {i}"
+        assert found.refined, f"case {i}: SLSQP improved on the best candidate"
+
+
+# --- constrained EI and UCB ------------------------------------------------------------------------------------
+
+
+def corner(X: torch.Tensor) -> torch.Tensor:
+    """f = |x - (0.9, 0.9)|^2, best in the corner that c = x1 + x2 - 1 <= 0 rules out."""
+    return (X - 0.9).pow(2).sum(-1)
+
+
+@pytest.mark.parametrize("name", ["ei", "ucb"])
+def test_constrained_ei_and_ucb_prefer_the_feasible_region(name: str) -> None:
+    X = torch.quasirandom.SobolEngine(2, scramble=True, seed=0).draw(16, dtype=torch.float64)
+    C = (X.sum(-1) - 1).unsqueeze(-1)
+    config = {"n_init": 4, "random_every": 0}
+    free = get_policy(name)().suggest(request(name, X, corner(X), config=config)).X[0]
+    held = get_policy(name)().suggest(request(name, X, corner(X), C=C, config=config))
+    x = held.X[0]
+    assert float(free.sum()) > 1.2, "without the constraint: towards the corner"
+    assert float(x.sum()) < 1.05 and float(corner(x)) < float(corner(X[C[:, 0] <= 0]).min()) + 0.05
+    assert held.state.feasible_share == pytest.approx(float((C <= 0).double().mean()))
+
+
+def test_the_constrained_ei_score_is_botorchs_log_constrained_ei() -> None:
+    from botorch.acquisition.analytic import LogConstrainedExpectedImprovement
+    from botorch.models import ModelListGP
+    from localbo.policies import gp
+    from localbo.policies.ei import EI
+    from localbo.policies.global_bo import Context
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(12, 2, generator=g, dtype=torch.float64)
+    C = torch.stack([X.sum(-1) - 1, X[:, 0] - 0.7], -1)
+    model = gp.fit_model(X, corner(X), "matern52")
+    constraints = tuple(gp.fit_model(X, C[:, j], "matern52") for j in range(2))
+    y_best = float(corner(X)[(C <= 0).all(-1)].min())
+    ctx = Context(model, y_best, 12, 12, 2, None, g, constraints, None)
+    score = EI().acquisition(ctx, EI.Config())
+    reference = LogConstrainedExpectedImprovement(
+        ModelListGP(model, *constraints), y_best, 0, {1: (None, 0.0), 2: (None, 0.0)}, maximize=False
+    )
+    Z = torch.rand(50, 2, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(score(Z), reference(Z.unsqueeze(-2)), rtol=1e-6, atol=1e-8)
+
+
+# --- every policy: the same seed, the same points; torch's global RNG untouched --------------------------------
+
+
+@pytest.mark.parametrize("name", ["random", "sobol", "turbo", "ei", "ucb"])
+def test_same_seed_same_points_and_the_global_rng_untouched(name: str) -> None:
+    P, x0 = cases(1, seed=5)[0]
+    from localbo.policies.polytope import sample
+
+    X = sample(P, 8, torch.Generator().manual_seed(0))
+    config = MODEL_CONFIGS.get(name, {})
+    made = lambda: request(name, X, quadratic(X), C=ball(X), polytope=P, count=2, config=config, seed=3)  # noqa: E731
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    first, second = get_policy(name)().suggest(made()), get_policy(name)().suggest(made())
+    assert torch.equal(torch.random.get_rng_state(), before), "no policy touches torch's global RNG"
+    assert torch.equal(first.X, second.X) and inside(P, first.X)

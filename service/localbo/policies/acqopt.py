@@ -12,6 +12,16 @@
 The score is a callable ``X: k x d -> k`` (float64, differentiable where finite) to maximise; -inf means
 rejected. Returns None when every candidate is rejected, and the caller decides what to do then.
 
+With linear parameter constraints (``polytope``: A_ub u <= b_ub, A_eq u == b_eq) every point stays inside them:
+
+    1. the Sobol candidates become hit-and-run samples of bounds ∩ polytope (``polytope.sample``), and the
+       perturbations move within the equalities' null space, those leaving the region dropped;
+    2. the refinement is SLSQP (scipy) with the constraints and bounds, as BoTorch's ``optimize_acqf`` does with
+       ``inequality_constraints`` / ``equality_constraints``;
+    3. a refined point is clipped and projected onto the equalities (rounding), pulled back along the segment
+       from its start when SLSQP left it outside (the region is convex, the start inside), and kept only if it
+       then satisfies the polytope within ``Polytope.TOLERANCE``.
+
 ``initial_conditions``: starts for BoTorch's ``optimize_acqf`` (passed as ``batch_initial_conditions``),
 chosen as BoTorch's ``initialize_q_batch`` does (the best raw sample, the others Boltzmann-sampled on
 the standardised values) but from an explicit generator: BoTorch's own initialisation seeds and draws
@@ -28,6 +38,9 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from scipy.optimize import minimize
 from torch import Tensor
+
+from localbo.policies.base import Polytope
+from localbo.policies.polytope import feasible_or_none, sample, violation
 
 Score = Callable[[Tensor], Tensor]
 ETA = 1.0  # Boltzmann temperature of the starts, on standardised values (BoTorch's default)
@@ -69,6 +82,29 @@ def candidates(bounds: Tensor, count: int, seed: int, around: Tensor | None, loc
     return C
 
 
+def polytope_candidates(
+    bounds: Tensor, count: int, seed: int, around: Tensor | None, local: int, spread: float, polytope: Polytope
+) -> Tensor:
+    """``candidates`` inside ``polytope``: ``count`` hit-and-run samples of bounds ∩ polytope (of the cube ∩ polytope
+    when bounds miss it), and perturbations of ``around`` along the equalities that stay inside: k x d, on the CPU."""
+    lo, hi = bounds[0].cpu().double(), bounds[1].cpu().double()
+    d = lo.shape[0]
+    g = torch.Generator().manual_seed(seed)
+    if feasible_or_none(polytope, lo, hi) is None:
+        lo, hi = torch.zeros(d, dtype=torch.float64), torch.ones(d, dtype=torch.float64)
+    C = sample(polytope, count, g, lo, hi)
+    if around is not None and around.shape[0] and local:
+        centres = around[torch.arange(local) % around.shape[0]].cpu().double()
+        noise = spread * torch.randn(local, d, generator=g, dtype=torch.float64)
+        A_eq = polytope.A_eq.detach().cpu().double().reshape(-1, d)
+        if A_eq.shape[0]:  # the noise's component in the equalities' null space
+            noise = noise - (torch.linalg.pinv(A_eq) @ (A_eq @ noise.T)).T
+        moved = centres + noise
+        ok = ((moved >= lo) & (moved <= hi)).all(-1) & (violation(polytope, moved) <= Polytope.TOLERANCE)
+        C = torch.cat([C, moved[ok]])
+    return C
+
+
 def _refine(score: Score, X0: Tensor, bounds: Tensor, maxiter: int) -> Tensor:
     """L-BFGS-B in ``bounds`` from the rows of X0 (r x d), all at once, on -sum(score); a rejected row counts as
     REJECTED."""
@@ -98,6 +134,76 @@ def _refine(score: Score, X0: Tensor, bounds: Tensor, maxiter: int) -> Tensor:
     return torch.maximum(torch.minimum(x, hi), lo)
 
 
+def _constraint_arrays(polytope: Polytope, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arr(t: Tensor, width: int | None) -> np.ndarray:
+        x = t.detach().cpu().double().numpy()
+        return x.reshape(-1, width) if width else x.reshape(-1)
+
+    return arr(polytope.A_ub, d), arr(polytope.b_ub, None), arr(polytope.A_eq, d), arr(polytope.b_eq, None)
+
+
+def _refine_in_polytope(score: Score, X0: Tensor, bounds: Tensor, maxiter: int, polytope: Polytope) -> Tensor:
+    """SLSQP in ``bounds`` ∩ polytope from the rows of X0 (r x d), all at once (block-diagonal constraints), on
+    -sum(score); rows brought back inside (see the module's docstring) or left at their start: r x d."""
+    r, d = X0.shape
+    like = X0
+    lo = bounds[0].to(like).expand(r, d)
+    hi = bounds[1].to(like).expand(r, d)
+    A_ub, b_ub, A_eq, b_eq = _constraint_arrays(polytope, d)
+    eye = np.eye(r)
+    constraints = []
+    if A_ub.shape[0]:
+        G, h = np.kron(eye, A_ub), np.tile(b_ub, r)  # (r k) x (r d)
+        constraints.append({"type": "ineq", "fun": lambda v: h - G @ v, "jac": lambda v: -G})
+    if A_eq.shape[0]:
+        E, f = np.kron(eye, A_eq), np.tile(b_eq, r)
+        constraints.append({"type": "eq", "fun": lambda v: E @ v - f, "jac": lambda v: E})
+
+    def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
+        X = torch.tensor(v, dtype=like.dtype, device=like.device).reshape(r, d).requires_grad_(True)
+        values = score(X)
+        finite = torch.isfinite(values)
+        total = torch.where(finite, values, torch.zeros_like(values)).sum()
+        (grad,) = torch.autograd.grad(total, X)
+        grad = torch.nan_to_num(grad, nan=0.0, posinf=0.0, neginf=0.0)
+        return -float(total.detach()) - REJECTED * int((~finite).sum()), -grad.reshape(-1).cpu().numpy()
+
+    result = minimize(
+        fun,
+        X0.reshape(-1).cpu().numpy(),
+        jac=True,
+        method="SLSQP",
+        bounds=list(zip(lo.reshape(-1).tolist(), hi.reshape(-1).tolist(), strict=True)),
+        constraints=constraints,
+        options={"maxiter": maxiter},
+    )
+    X = torch.tensor(result.x, dtype=torch.float64).reshape(r, d)
+    return inside(X, X0.cpu().double(), lo[0].cpu().double(), hi[0].cpu().double(), polytope).to(like)
+
+
+def inside(X: Tensor, X0: Tensor, lo: Tensor, hi: Tensor, polytope: Polytope) -> Tensor:
+    """Each row of X (r x d) clipped and projected onto the equalities; if still outside the polytope, moved
+    back along the segment to its start X0 (inside) as far as the inequalities need; else the start itself."""
+    d = X.shape[1]
+    A_ub, b_ub, A_eq, b_eq = (torch.from_numpy(a) for a in _constraint_arrays(polytope, d))
+    X = torch.maximum(torch.minimum(X, hi), lo)
+    if A_eq.shape[0]:
+        X = X - (torch.linalg.pinv(A_eq) @ (X @ A_eq.T - b_eq).T).T
+        X = torch.maximum(torch.minimum(X, hi), lo)
+    out = X.clone()
+    for i in range(X.shape[0]):
+        if float(violation(polytope, X[i : i + 1])[0]) <= Polytope.TOLERANCE:
+            continue
+        step = X[i] - X0[i]
+        rate, room = A_ub @ step, b_ub - A_ub @ X0[i]  # the rows' use of their slack along the segment
+        limits = torch.where(rate > 0, room / rate, torch.full_like(rate, np.inf))
+        lam = float(limits.min().clamp(0, 1)) * (1 - 1e-9) if limits.numel() else 1.0
+        moved = X0[i] + lam * step
+        fine = float(violation(polytope, moved[None])[0]) <= Polytope.TOLERANCE
+        out[i] = moved if fine and bool(((moved >= lo) & (moved <= hi)).all()) else X0[i]
+    return out
+
+
 def maximize(
     score: Score,
     d: int,
@@ -111,11 +217,16 @@ def maximize(
     spread: float = 0.05,
     maxiter: int = 50,
     device: torch.device | None = None,
+    polytope: Polytope | None = None,
 ) -> Found | None:
     """The best point in ``bounds`` (2 x d; the unit cube when None) found for ``score`` (see the module's
-    docstring), or None if all candidates are rejected. Deterministic given ``seed``."""
+    docstring), or None if all candidates are rejected; inside ``polytope`` when given. Deterministic given
+    ``seed``."""
     box = (unit_bounds(d) if bounds is None else bounds).to(device, torch.float64)
-    C = candidates(box, n_candidates, seed, around, local, spread).to(device)
+    if polytope is None:
+        C = candidates(box, n_candidates, seed, around, local, spread).to(device)
+    else:
+        C = polytope_candidates(box, n_candidates, seed, around, local, spread, polytope).to(device)
     values = score_all(score, C)
     finite = torch.isfinite(values)
     if not bool(finite.any()):
@@ -125,7 +236,10 @@ def maximize(
     starts = order[: min(restarts, int(finite.sum()))]
     best_x, best_v, refined = C[starts[0]], float(values[starts[0]]), False
     try:
-        X = _refine(score, C[starts], box, maxiter)
+        if polytope is None:
+            X = _refine(score, C[starts], box, maxiter)
+        else:
+            X = _refine_in_polytope(score, C[starts], box, maxiter, polytope)
     except (RuntimeError, ValueError):  # a numerical failure in the refinement leaves the candidates
         return Found(best_x, best_v, accepted, refined)
     for x, v, v0 in zip(X, score_all(score, X).tolist(), values[starts].tolist(), strict=True):

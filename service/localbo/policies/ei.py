@@ -6,6 +6,16 @@
 y* is the best observation. Both are maximised in log space (same maximiser; usable gradients where
 the improvement is tiny); where TEI is zero (no improvement possible within the bounds) the point
 counts as rejected.
+
+With outcome constraints (``request.C``), ei is constrained log-EI (Gardner et al. 2014; Ament et al. 2023):
+
+    x = argmax_x log EI(x) + sum_j log P(c_j(x) <= 0)                      (BoTorch's LogConstrainedExpectedImprovement)
+
+with y* the best feasible observation (BoTorch's infeasible-cost value while none is feasible: global_bo.py).
+
+>>> request = make_request("ei", X, y)                  # X: n x d, y: n to minimise
+>>> request = dataclasses.replace(request, C=C)          # C: n x m, <= 0 where each constraint holds
+>>> EI().suggest(request).X                              # 1 x d
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from localbo.policies.global_bo import (
     GlobalPolicy,
     LipschitzConfig,
     improvement_score,
+    log_feasibility,
     truncated_score,
 )
 from localbo.policies.truncated import truncated_ei
@@ -27,13 +38,17 @@ from localbo.policies.truncated import truncated_ei
 
 @register
 class EI(GlobalPolicy[GlobalConfig]):
-    """Expected improvement over the best observation."""
+    """Expected improvement over the best observation; times the probability of feasibility under constraints."""
 
     name = "ei"
     Config = GlobalConfig
+    handles = frozenset({"constraints", "parameter_constraints"})
 
     def acquisition(self, ctx: Context, config: GlobalConfig) -> Acquisition:
-        return improvement_score(ctx, LogExpectedImprovement)
+        log_ei = improvement_score(ctx, LogExpectedImprovement)
+        if not ctx.constraints:
+            return log_ei
+        return lambda X: log_ei(X) + log_feasibility(ctx, X)
 
 
 @register

@@ -11,6 +11,16 @@ Point k of a call gets the study-wide index t = n + m + k (n told, m pending) an
                   a constant lie (the mean of y by default), so parallel evaluators get distinct points;
     "fallback"    a (Lipschitz-checked) uniform point when every candidate was rejected.
 
+With parameter constraints (``request.polytope``) every point stays inside them: "init" is point t of the Sobol
+sequence's points inside (or a hit-and-run sample when rejection does not work there, ``polytope.design``),
+"random" a hit-and-run sample (``polytope.sample``), "acquisition" maximised over candidates inside and refined
+by SLSQP under the constraints (``acqopt.maximize``). With outcome constraints (``request.C``: n x m, c_j <= 0
+feasible) a policy that handles them (``handles`` has "constraints": ei, ucb) fits one GP per constraint (the
+objective's fit, real data only, no lies) and weights its acquisition by the probability of feasibility
+PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then the best feasible observation, or,
+while none is feasible, BoTorch's infeasible-cost convention: max over the observed X of mu(x) + 6 sigma(x), a
+value no plausible f exceeds, so that the acquisition is led by PF.
+
 y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y).
 The Lipschitz bounds and L use only the real observations. Every random draw (Sobol scrambling, uniform
 points, Thompson paths, GP refits) comes from a generator seeded by (study seed, t), never from torch's
@@ -30,6 +40,7 @@ import torch
 from botorch.models import SingleTaskGP
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
+from torch.special import log_ndtr
 
 from localbo.policies import gp
 from localbo.policies.acqopt import maximize
@@ -39,12 +50,14 @@ from localbo.policies.base import (
     PolicyConfig,
     PolicyConfigError,
     PolicyState,
+    Polytope,
     Suggestion,
     SuggestRequest,
     config_as,
     only_on,
 )
 from localbo.policies.lipschitz import KAPPA, LipschitzBounds, LipschitzEstimate, estimate
+from localbo.policies.polytope import design, sample
 from localbo.policies.truncated import accepted
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
@@ -123,6 +136,8 @@ class GlobalState(PolicyState):
     n: int = 0
     lipschitz: LipschitzState | None = None
     points: list[PointNote] = Field(default_factory=list)
+    constraint_hypers: list[gp.Hypers] = Field(default_factory=list)  # the constraint GPs' last fits
+    feasible_share: float | None = None  # the share of observations satisfying every outcome constraint
 
 
 @dataclass(frozen=True)
@@ -136,6 +151,8 @@ class Context:
     dim: int
     bounds: LipschitzBounds | None  # None for the classic policies
     generator: torch.Generator  # for an acquisition that draws (Thompson sampling): seeded by (seed, t)
+    constraints: tuple[SingleTaskGP, ...] = ()  # one GP per outcome constraint (c_j <= 0 feasible), real data only
+    y_worst: float | None = None  # with constraints: max over the observed X of mu + 6 sigma (BoTorch's convention)
 
 
 Acquisition = Callable[[Tensor], Tensor]  # X: k x d -> k, to maximise; -inf where rejected
@@ -149,6 +166,15 @@ def mean_sigma(model: SingleTaskGP, X: Tensor) -> tuple[Tensor, Tensor]:
     """Posterior mean and standard deviation of f (no noise) at X: k x d, in the units of y."""
     posterior = model.posterior(X.unsqueeze(-2))
     return posterior.mean.reshape(-1), posterior.variance.clamp_min(1e-12).sqrt().reshape(-1)  # as BoTorch
+
+
+def log_feasibility(ctx: Context, X: Tensor) -> Tensor:
+    """log PF(x) = sum_j log Phi(-mu_j(x) / sigma_j(x)): the log probability that every constraint holds, k."""
+    total = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
+    for model in ctx.constraints:
+        mean, sigma = mean_sigma(model, X)
+        total = total + log_ndtr(-mean / sigma)
+    return total
 
 
 def improvement_score(ctx: Context, log_acquisition: type) -> Acquisition:
@@ -195,6 +221,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
     State = GlobalState
     lipschitz: ClassVar[bool] = False
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous", "categorical"})
+    handles: ClassVar[frozenset[str]] = frozenset({"parameter_constraints"})  # ei, ucb: and "constraints"
 
     @classmethod
     def check_study(cls, dim: int, config: GlobalConfigT) -> None:
@@ -218,6 +245,8 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         if state.lipschitz is not None:
             numbers["L"] = state.lipschitz.L
             numbers["largest observed slope"] = state.lipschitz.L_lb
+        if state.feasible_share is not None:
+            numbers["feasible share"] = round(state.feasible_share, 4)
         initial = (
             state.n == 0 or (n_init is not None and n_complete < n_init) or all(p.how == "init" for p in state.points)
         )
@@ -243,26 +272,55 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             est = estimate(X, y, cfg.kappa, cfg.lipschitz_constant)
             bounds = LipschitzBounds(X, y, est.L)
             lipschitz = LipschitzState.of(est)
+        C = request.C if "constraints" in self.handles else None
+        C = C.to(dev, torch.float64).reshape(n, -1) if C is not None and C.numel() else None
+        polytope = request.polytope
+        constraint_hypers = request.state.constraint_hypers
+        constraints: tuple[SingleTaskGP, ...] = ()
         chosen: list[Tensor] = []
         notes: list[PointNote] = []
         fitted = False
         for k in range(request.count):
             t = n + m + k
             if n == 0 or t < n_init:
-                x, note = self._sobol(request.seed, t, d, dev), PointNote(t=t, how="init")
+                x, note = self._sobol(request.seed, t, d, dev, polytope), PointNote(t=t, how="init")
             elif config.random_every and (t + 1) % config.random_every == 0:
-                x, note = self._random(request.seed, t, d, bounds, dev), PointNote(t=t, how="random")
+                x, note = self._random(request.seed, t, d, bounds, dev, polytope), PointNote(t=t, how="random")
             else:
                 if not fitted:
                     generator = torch.Generator().manual_seed(mix_seed(request.seed, t, 3))
                     hypers = gp.to_state(gp.fit_model(X, y, config.kernel, hypers, device=dev, generator=generator))
+                    if C is not None:
+                        constraints = self._fit_constraints(X, C, config.kernel, constraint_hypers, dev, generator)
+                        constraint_hypers = [gp.to_state(model) for model in constraints]
                     fitted = True
                 lies_at = torch.cat([pending, *chosen])
-                x, note = self._acquire(request, config, X, y, hypers, lies_at, bounds, t)
+                x, note = self._acquire(request, config, X, y, hypers, lies_at, bounds, t, constraints, C)
             chosen.append(x.reshape(1, d))
             notes.append(note)
-        state = GlobalState(hypers=hypers, n=n, lipschitz=lipschitz, points=notes)
+        share = float((C <= 0).all(-1).double().mean()) if C is not None and n else None
+        state = GlobalState(
+            hypers=hypers,
+            n=n,
+            lipschitz=lipschitz,
+            points=notes,
+            constraint_hypers=constraint_hypers,
+            feasible_share=share,
+        )
         return Suggestion(X=torch.cat(chosen), state=state)
+
+    @staticmethod
+    def _fit_constraints(
+        X: Tensor,
+        C: Tensor,
+        kernel: gp.KernelKind,
+        previous: list[gp.Hypers],
+        dev: torch.device,
+        generator: torch.Generator,
+    ) -> tuple[SingleTaskGP, ...]:
+        """One GP per column of C (n x m) on X, warm-started from the previous fits when there are as many."""
+        warm: list[gp.Hypers | None] = list(previous) if len(previous) == C.shape[1] else [None] * C.shape[1]
+        return tuple(gp.fit_model(X, C[:, j], kernel, h, device=dev, generator=generator) for j, h in enumerate(warm))
 
     def _acquire(
         self,
@@ -274,15 +332,25 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         lies_at: Tensor,
         bounds: LipschitzBounds | None,
         t: int,
+        constraints: tuple[SingleTaskGP, ...] = (),
+        C: Tensor | None = None,
     ) -> tuple[Tensor, PointNote]:
         """Maximise the acquisition on the GP conditioned on (X, y) and the lies; a random point if none is accepted."""
         d = request.dim
         lies = self._lies(y, config.liar, lies_at.shape[0])
         model = gp.build_model(torch.cat([X, lies_at]), torch.cat([y, lies]), config.kernel, hypers, device=X.device)
         generator = torch.Generator().manual_seed(mix_seed(request.seed, t))
-        ctx = Context(model, float(y.min()), t, X.shape[0], d, bounds, generator)
+        y_best, y_worst, rank = float(y.min()), None, y
+        if C is not None:  # the best feasible observation; the local candidates around the best feasible ones
+            feasible = (C <= 0).all(-1)
+            with torch.no_grad():
+                mean, sigma = mean_sigma(model, X)
+            y_worst = float((mean + 6 * sigma).max())
+            y_best = float(y[feasible].min()) if bool(feasible.any()) else y_worst
+            rank = torch.where(feasible, y, y.max() + 1 + C.clamp_min(0).sum(-1))
+        ctx = Context(model, y_best, t, X.shape[0], d, bounds, generator, constraints, y_worst)
         score = self.acquisition(ctx, config)
-        best = X[y.argsort()[: config.restarts]]
+        best = X[rank.argsort()[: config.restarts]]
         found = maximize(
             score,
             d,
@@ -292,9 +360,11 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             around=best,
             local=config.local_candidates,
             device=X.device,
+            polytope=request.polytope,
         )
         if found is None:
-            return self._random(request.seed, t, d, bounds, X.device), PointNote(t=t, how="fallback", accepted=0.0)
+            x = self._random(request.seed, t, d, bounds, X.device, request.polytope)
+            return x, PointNote(t=t, how="fallback", accepted=0.0)
         value = found.value if math.isfinite(found.value) else None
         note = PointNote(t=t, how="acquisition", value=value, accepted=found.accepted, refined=found.refined)
         return found.x, note
@@ -305,19 +375,29 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         return value.expand(count)
 
     @staticmethod
-    def _sobol(seed: int, t: int, d: int, dev: torch.device) -> Tensor:
-        engine = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed)
-        if t:
-            engine.fast_forward(t)
-        return engine.draw(1, dtype=torch.float64).to(dev).reshape(d)
+    def _sobol(seed: int, t: int, d: int, dev: torch.device, polytope: Polytope | None = None) -> Tensor:
+        """Point t of the study's Sobol design (inside the polytope when given)."""
+        return design(polytope, d, seed, t, 1).to(dev).reshape(d)
 
     @staticmethod
-    def _random(seed: int, t: int, d: int, bounds: LipschitzBounds | None, dev: torch.device) -> Tensor:
-        """A uniform point; with bounds, the first of 20 x 1024 draws where f could improve (else the lowest f_l)."""
+    def _random(
+        seed: int,
+        t: int,
+        d: int,
+        bounds: LipschitzBounds | None,
+        dev: torch.device,
+        polytope: Polytope | None = None,
+    ) -> Tensor:
+        """A uniform point (of the polytope, when given); with bounds, the first of 20 x 1024 draws where f could
+        improve (else the lowest f_l)."""
         g = torch.Generator().manual_seed(mix_seed(seed, t, 1))
         best, best_lower = None, math.inf
         for _ in range(RANDOM_ROUNDS if bounds is not None else 1):
-            U = torch.rand(RANDOM_BATCH if bounds is not None else 1, d, generator=g, dtype=torch.float64).to(dev)
+            size = RANDOM_BATCH if bounds is not None else 1
+            if polytope is not None:
+                U = sample(polytope, size, g).to(dev)
+            else:
+                U = torch.rand(size, d, generator=g, dtype=torch.float64).to(dev)
             if bounds is None:
                 return U[0]
             lower, _ = bounds(U)

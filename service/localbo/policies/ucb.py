@@ -9,6 +9,16 @@ Minimisation form: the paper's UCB of the reward is our lower confidence bound o
 
 beta follows the paper and BoTorch (the multiplier on sigma is sqrt(beta)), so beta = 1e16 is its
 "too large" case: sigma times 1e8.
+
+With outcome constraints (``request.C``, continuous spaces), ucb weights the optimistic bound by the
+probability of feasibility, after shifting it positive as BoTorch's constrained objectives do with the
+infeasible cost M (global_bo.py: y_M = max over the observed X of mu + 6 sigma):
+
+    x = argmax_x log(y_M - LCB(x)) + sum_j log P(c_j(x) <= 0)
+
+>>> request = make_request("ucb", X, y)                 # X: n x d, y: n to minimise
+>>> request = dataclasses.replace(request, C=C)          # C: n x m, <= 0 where each constraint holds
+>>> UCB().suggest(request).X                             # 1 x d
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.base import Suggestion, SuggestRequest
+from localbo.policies.base import PolicyError, Suggestion, SuggestRequest
 from localbo.policies.finite import suggest_finite
 from localbo.policies.finite_gp import FiniteGPConfig, FiniteHypersConfig, FinitePosterior
 from localbo.policies.global_bo import (
@@ -31,6 +41,7 @@ from localbo.policies.global_bo import (
     GlobalState,
     LipschitzConfig,
     accept_reject_score,
+    log_feasibility,
     mean_sigma,
 )
 from localbo.policies.truncated import truncated_lcb
@@ -50,6 +61,9 @@ class GPUCBConfig(UCBConfig, FiniteHypersConfig):
     """ucb's config: the continuous keys, and the GP's hyperparameters and delta for finite spaces.
 
     Each kind of space refuses the other's keys (``Policy.check_space``)."""
+
+
+FLOOR = 1e-12  # y_M - LCB below this (an unlikely point above every plausible value) counts as this
 
 
 def finite_beta(size: int, t: int, delta: float) -> float:
@@ -98,15 +112,26 @@ class UCB(GlobalPolicy[GPUCBConfig]):
     name = "ucb"
     Config = GPUCBConfig
     spaces = frozenset({"continuous", "categorical", "finite"})
+    handles = frozenset({"constraints", "parameter_constraints"})
 
     def suggest(self, request: SuggestRequest[GPUCBConfig, GlobalState]) -> Suggestion:
         if request.finite is not None:
+            if request.C is not None:  # not modelled there yet: say so rather than ignore the constraints
+                raise PolicyError("ucb does not model outcome constraints on a finite space")
             return suggest_finite_ucb(request, request.config)
         return super().suggest(request)
 
     def acquisition(self, ctx: Context, config: GPUCBConfig) -> Acquisition:
         bound = lower_confidence_bound(ctx, config)
-        return lambda X: -bound(X)
+        if not ctx.constraints:
+            return lambda X: -bound(X)
+        worst = ctx.y_worst
+        assert worst is not None
+
+        def weighted(X: Tensor) -> Tensor:
+            return (worst - bound(X)).clamp_min(FLOOR).log() + log_feasibility(ctx, X)
+
+        return weighted
 
 
 @register
