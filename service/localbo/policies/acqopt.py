@@ -92,7 +92,7 @@ def polytope_candidates(
     g = torch.Generator().manual_seed(seed)
     if feasible_or_none(polytope, lo, hi) is None:
         lo, hi = torch.zeros(d, dtype=torch.float64), torch.ones(d, dtype=torch.float64)
-    C = sample(polytope, count, g, lo, hi)
+    C = sample(polytope, count, g, lo, hi, thinning=1)  # candidates: cover, not independence
     if around is not None and around.shape[0] and local:
         centres = around[torch.arange(local) % around.shape[0]].cpu().double()
         noise = spread * torch.randn(local, d, generator=g, dtype=torch.float64)

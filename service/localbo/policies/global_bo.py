@@ -395,7 +395,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         for _ in range(RANDOM_ROUNDS if bounds is not None else 1):
             size = RANDOM_BATCH if bounds is not None else 1
             if polytope is not None:
-                U = sample(polytope, size, g).to(dev)
+                U = sample(polytope, size, g, thinning=1 if size > 1 else None).to(dev)
             else:
                 U = torch.rand(size, d, generator=g, dtype=torch.float64).to(dev)
             if bounds is None:

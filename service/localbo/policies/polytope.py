@@ -38,8 +38,7 @@ from torch import Tensor
 
 from localbo.policies.base import PolicyError, Polytope
 
-CHAINS = 32  # chains run side by side (a step costs about the same for 1 or 32); more for many points
-POINTS_PER_CHAIN = 16  # beyond CHAINS x this, more chains rather than longer ones
+CHAINS = 32  # the fewest chains run side by side (a step costs about the same for 1 or 32)
 RANK_TOLERANCE = 1e-10  # singular values of A_eq W below this times the largest: a dependent equality
 SOBOL_MAX_DRAWS = 1 << 16  # the most Sobol points rejection may look at in one call
 SOBOL_MIN_ACCEPTANCE = 0.01  # below this share of accepted Sobol points, hit-and-run instead
@@ -185,10 +184,11 @@ def sample(
 ) -> Tensor:
     """n x d points of box ∩ polytope by hit-and-run (the module's docstring), float64 on the CPU.
 
-    ``lower``, ``upper``: d (the cube when None). ``chains`` run side by side (default: 32, or n / 16 for
-    many points). ``burn_in`` steps per chain before the first kept point
-    (default 20 + 5 k), then one point every ``thinning`` steps (default k), k the free dimension.
-    Raises ``EmptyRegion`` when box ∩ polytope is empty. Deterministic given the generator's state.
+    ``lower``, ``upper``: d (the cube when None). ``burn_in`` steps per chain before the first kept point
+    (default 20 + 5 k), then one point every ``thinning`` steps (default k, k the free dimension; candidates
+    for an acquisition, which need cover more than independence, may take 1). ``chains`` run side by side
+    (default: as many as make the burn-in cost about what the kept points cost, n thinning / burn_in, at
+    least 32). Raises ``EmptyRegion`` when box ∩ polytope is empty. Deterministic given the generator's state.
     """
     d = _dim(polytope, lower, upper)
     lo, hi = _box(d, lower, upper)
@@ -198,10 +198,10 @@ def sample(
     if region is None:
         raise EmptyRegion("the box and the parameter constraints have no point in common")
     k = region.N.shape[1]
-    chains = max(1, min(chains or max(CHAINS, n // POINTS_PER_CHAIN), n))
-    per_chain = math.ceil(n / chains)
     burn = 20 + 5 * k if burn_in is None else burn_in
     thin = max(1, k if thinning is None else thinning)
+    chains = max(1, min(chains or max(CHAINS, n * thin // max(burn, 1)), n))
+    per_chain = math.ceil(n / chains)
     steps = burn + (per_chain - 1) * thin + 1
     # every random number first, from the generator: directions steps x chains x k, positions steps x chains
     directions = torch.randn(steps, chains, k, generator=generator, dtype=torch.float64).numpy()

@@ -349,9 +349,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
         d, g = request.dim, request.generator
         if request.polytope is not None:
             try:
-                return sample(request.polytope, n, g, lower, upper).to(centre)
+                return sample(request.polytope, n, g, lower, upper, thinning=1).to(centre)
             except EmptyRegion:  # a centre outside the constraints (an added trial): anywhere inside them
-                return sample(request.polytope, n, g).to(centre)
+                return sample(request.polytope, n, g, thinning=1).to(centre)
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=int(torch.randint(2**31, (1,), generator=g)))
         pert = lower + (upper - lower) * sobol.draw(n, dtype=torch.float64).to(centre)
         mask = torch.rand(n, d, generator=g, dtype=torch.float64).to(centre) <= min(1.0, 20.0 / d)
