@@ -33,12 +33,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 SPACE_KINDS = ("continuous", "categorical", "finite")
+KernelKind = Literal["rbf", "matern52"]  # the GP kernels the policies fit (gp.py)
 
 
 class PolicyError(Exception):
@@ -339,7 +340,7 @@ class Policy(ABC, Generic[ConfigT, StateT]):
         return "auto"
 
     @classmethod
-    def kernel(cls, config: ConfigT) -> str:
+    def kernel(cls, config: ConfigT) -> KernelKind:
         """The GP kernel the policy models the objective with (the dashboard's analysis uses the same)."""
         return "rbf"
 

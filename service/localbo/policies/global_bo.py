@@ -46,6 +46,7 @@ from localbo.policies import gp
 from localbo.policies.acqopt import maximize
 from localbo.policies.base import (
     Display,
+    KernelKind,
     Policy,
     PolicyConfig,
     PolicyConfigError,
@@ -232,7 +233,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             )
 
     @classmethod
-    def kernel(cls, config: GlobalConfigT) -> str:
+    def kernel(cls, config: GlobalConfigT) -> KernelKind:
         return config.kernel
 
     @classmethod

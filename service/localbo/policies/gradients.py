@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from botorch.models import SingleTaskGP
 from gpytorch.kernels import MaternKernel, RBFKernel, ScaleKernel
 from torch import Tensor
 
-KernelKind = Literal["rbf", "matern52"]
+from localbo.policies.base import KernelKind
+
 SQRT5 = math.sqrt(5.0)
 MIN_SQ_DIST = 1e-30  # keeps sqrt differentiable where two points coincide
 

@@ -34,6 +34,7 @@ from localbo.policies import gp
 from localbo.policies.base import (
     Box,
     Display,
+    KernelKind,
     Policy,
     PolicyConfig,
     PolicyConfigError,
@@ -159,7 +160,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         return config.queue
 
     @classmethod
-    def kernel(cls, config: LocalConfigT) -> str:
+    def kernel(cls, config: LocalConfigT) -> KernelKind:
         return config.kernel
 
     @classmethod

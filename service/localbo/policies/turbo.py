@@ -51,6 +51,7 @@ from localbo.policies import register
 from localbo.policies.base import (
     Box,
     Display,
+    KernelKind,
     Policy,
     PolicyConfig,
     PolicyState,
@@ -197,7 +198,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
     handles = frozenset({"constraints", "parameter_constraints"})
 
     @classmethod
-    def kernel(cls, config: TurboConfig) -> str:
+    def kernel(cls, config: TurboConfig) -> KernelKind:
         return "matern52"  # what ``suggest`` fits
 
     @classmethod
