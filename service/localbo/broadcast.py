@@ -17,9 +17,8 @@ ended with its last, at shutdown, or when the study is gone) reads what changed 
 has not seen (``Feed.apply``). A stream reads the database for itself only to start (its own
 ``after`` and ``since``) or when it fell further behind than the kept changes reach, and those reads
 take turns with the study's poll, so every change a stream is handed is newer than what it read.
-A broadcast belongs to one study (by its identity: a study deleted and made again under its name, even
-with the same id, is another),
-and a stream may open only on a study its token may read.
+A broadcast belongs to one study (by its identity: a study deleted and made again under its name,
+even with the same id, is another), and a stream may open only on a study its token may read.
 """
 
 from __future__ import annotations
@@ -174,9 +173,10 @@ class StudyBroadcast:
     async def next(self, viewer: Feed, seen: int, timeout: float) -> tuple[int, Events]:
         """The viewer's events in the changes published after number ``seen``, waiting up to ``timeout`` for
         one; with the number of the last change it has now seen."""
-        with anyio.move_on_after(timeout):
-            while self.published <= seen and not self.gone and not self.closing.is_set():
-                await self._published.wait()
+        if self.published <= seen:  # (no timer for a stream that is behind: it has its changes now)
+            with anyio.move_on_after(timeout):
+                while self.published <= seen and not self.gone and not self.closing.is_set():
+                    await self._published.wait()
         missed = self.published - seen
         if missed > len(self.changes):  # the oldest it needs is no longer kept
             return await self.catch_up(viewer)

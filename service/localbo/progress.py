@@ -87,6 +87,11 @@ class Change:
         return replace(self, states=states, columns=json.dumps(narrowed, separators=(",", ":")))
 
     @cached_property
+    def study_json(self) -> str:
+        """The ``study`` event's data, built once for every viewer."""
+        return json.dumps(self.study)
+
+    @cached_property
     def _parsed(self) -> dict[str, Any]:  # only for a viewer that is not in step with the broadcast: rare
         parsed: dict[str, Any] = json.loads(self.columns)
         return parsed
@@ -174,7 +179,7 @@ class Feed:
         events = [("trials", change.columns)] if change.columns else []
         if change.study != self.study_key:
             self.study_key = change.study
-            events.append(("study", json.dumps(change.study)))
+            events.append(("study", change.study_json))
         return events
 
 
