@@ -124,7 +124,9 @@ class Asking:
             # off, and look again
             await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(POLL_MAX_SECONDS, pause * 2)
-        return (await self.tx.run(self.step, name, count, client_id, key, True, unit))[1]
+        _, served = await self.tx.run(self.step, name, count, client_id, key, True, unit)
+        assert not isinstance(served, Short)  # an ask served with fallback points is never short of them
+        return served
 
     @contextmanager
     def _waiting(self, short: Short) -> Iterator[None]:
@@ -214,7 +216,11 @@ class Asking:
             sweep_expired(conn, study.id, now)
             repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
         lease = now + timedelta(seconds=self.settings.lease_seconds)
-        mine = repo.running_of_client(conn, study.id, client_id, count) if study.client_running else []
+        mine = (
+            repo.running_of_client(conn, study.id, client_id, count)
+            if client_id is not None and study.client_running
+            else []
+        )
         need = count - len(mine)
         if finite is not None and not finite.allow_repeats and trial_count + need > finite.size:
             left = finite.size - len(repo.held_candidates(conn, study.id))
@@ -284,6 +290,8 @@ class Asking:
             points = fallback_points(space, k, generator, None, taken)
         else:
             row = repo.get_study_by_id(conn, study.id)  # the whole row: the ask's read leaves the state out
+            if row is None:
+                raise NotFound(f"study {study.name!r} not found")
             points = fallback_points(space, k, generator, load_study(row, space).fallback_box())
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)
         return points
