@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -166,6 +167,26 @@ def test_one_read_of_a_study_serves_viewers_at_their_own_cursors(api) -> None:
     assert api.delete(f"{API}/{name}").status_code == 204
     gone = shared.read()
     assert gone.study is None and [event for event, _ in everything.apply(gone)] == ["gone"]
+
+
+def test_viewers_that_have_seen_the_same_share_the_work_of_a_change(api) -> None:
+    name = create(api)
+    db = api.app.state.service.db
+    ask(api, name, 2)
+    shared = Feed(db, name, after=None)
+    viewers = [Feed(db, name, after=0) for _ in range(5)]
+    for viewer in viewers:
+        viewer.poll()  # each reads for itself: five states, equal
+    assert len({id(viewer.seen) for viewer in viewers}) == 5
+    tell(api, name, 1, value=1.0)
+    change, same = shared.read(), weakref.WeakValueDictionary()
+    told = [viewer.apply(change, same) for viewer in viewers]
+    assert len(change.applied) == 1 and len({id(viewer.seen) for viewer in viewers}) == 1  # worked out once
+    assert all(events is told[0] for events in told) and decode(dict(told[0])["trials"])["number"] == [1]
+    tell(api, name, 2, value=2.0)
+    change = shared.read()
+    assert [decode(dict(viewer.apply(change, same))["trials"])["number"] for viewer in viewers] == [[2]] * 5
+    assert len(change.applied) == 1
 
 
 def test_studies_list_is_rebuilt_only_when_a_summary_changes_and_each_reader_sees_its_own(api) -> None:

@@ -14,9 +14,10 @@ feed every half second for itself, so 500 open pages of a busy study cut its ask
 seven eighths. Now one task per watched study (``StudyBroadcast``, started with its first stream,
 ended with its last, at shutdown, or when the study is gone) reads what changed every
 ``STUDY_POLL_SECONDS`` and keeps the last changes; each stream takes from them what its own cursor
-has not seen (``Feed.apply``). A stream reads the database for itself only to start (its own
-``after`` and ``since``) or when it fell further behind than the kept changes reach, and those reads
-take turns with the study's poll, so every change a stream is handed is newer than what it read.
+has not seen (``Feed.apply``), worked out once for all the streams that have seen the same. A stream
+reads the database for itself only to start (its own ``after`` and ``since``) or when it fell further
+behind than the kept changes reach, and those reads take turns with the study's poll, so every change
+a stream is handed is newer than what it read.
 A broadcast belongs to one study (by its identity: a study deleted and made again under its name,
 even with the same id, is another), and a stream may open only on a study its token may read.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -33,7 +35,7 @@ from typing import Any, TypeVar
 import anyio
 
 from localbo.errors import NotFound
-from localbo.progress import POLL_SECONDS, Change, Feed, StudiesList, StudiesSnapshot
+from localbo.progress import POLL_SECONDS, Change, Events, Feed, Seen, StudiesList, StudiesSnapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,7 +44,6 @@ FEED_THREADS = 4  # feed reads at once per process; the rest wait their turn, re
 LIST_POLL_SECONDS = 1.0
 STUDY_POLL_SECONDS = POLL_SECONDS
 KEPT_CHANGES = 120  # a study's changes kept for slow streams; one further behind reads for itself
-Events = list[tuple[str, str]]
 
 
 class Live:
@@ -146,6 +147,7 @@ class StudyBroadcast:
         self._turn = anyio.Lock()  # the poll and a stream's own read of the study, one at a time
         self._feed: Feed | None = None  # what changes from the first poll on, for everybody
         self._head: dict[str, Any] | None = None  # the study's head as last published
+        self._same: weakref.WeakValueDictionary[tuple[Any, ...], Seen] = weakref.WeakValueDictionary()
         self._published = anyio.Event()
         self._viewers = 0
         self._task: asyncio.Task | None = None
@@ -182,7 +184,7 @@ class StudyBroadcast:
             return await self.catch_up(viewer)
         events: Events = []
         for change in list(self.changes)[len(self.changes) - missed :]:
-            events += viewer.apply(change)
+            events += viewer.apply(change, self._same)
         return self.published, events
 
     async def _start(self) -> None:

@@ -11,7 +11,7 @@ built once per change for every viewer (``StudiesList``); ``broadcast`` fans bot
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -58,6 +58,55 @@ def series(db: Engine, name: str, after: int = 0) -> str:
     return json.dumps(head)[:-1] + ',"trials":' + columns_json(columns) + "}"
 
 
+Events = list[tuple[str, str]]
+
+
+@dataclass(frozen=True, eq=False)
+class Seen:
+    """What a viewer has been sent: every trial up to ``cursor``, the states of those of them still open, the
+    study's head. Never changed once made, and told apart by identity: viewers in step share one, so a change
+    is worked out once for all of them (``Change.applied``)."""
+
+    cursor: int
+    open: Mapping[int, str]
+    head: dict[str, Any] | None = None
+
+    @cached_property
+    def value(self) -> tuple[Any, ...]:
+        """What it holds, to find a viewer that has seen the same after its own read (``Feed.apply``'s ``same``)."""
+        return self.cursor, frozenset(self.open.items()), tuple((self.head or {}).items())
+
+    def track(self, rows: Iterable[tuple[int, str]], first: bool = False) -> tuple[list[tuple[int, str]], Seen]:
+        """The trials among ``rows`` (number, state, by number) not seen in that state (every one on a first read
+        with ``since``), and what is seen after them; rows of trials not followed (at or below the cursor and
+        finished when last heard of) are left out."""
+        changed: list[tuple[int, str]] = []
+        still_open: dict[int, str] | None = None  # copied at the first difference
+        for n, state in rows:
+            new, known = n > self.cursor, self.open.get(n)
+            if not (first or new or known is not None):
+                continue
+            if first or new or known != state:
+                changed.append((n, state))
+            if (state in OPEN_STATES) != (known is not None) or (known is not None and known != state):
+                still_open = dict(self.open) if still_open is None else still_open
+                if state in OPEN_STATES:
+                    still_open[n] = state
+                else:
+                    del still_open[n]
+        if not changed and still_open is None:
+            return changed, self
+        cursor = max(self.cursor, changed[-1][0]) if changed else self.cursor
+        return changed, Seen(cursor, self.open if still_open is None else still_open, self.head)
+
+    def told(self, change: Change) -> tuple[Events, Seen]:
+        """The events that tell a viewer who has seen this (trials of ``change`` already chosen) about it."""
+        events = [("trials", change.columns)] if change.columns else []
+        if change.study == self.head:
+            return events, self
+        return events + [("study", change.study_json)], replace(self, head=change.study)
+
+
 @dataclass(frozen=True)
 class Change:
     """What one read of a study's feed found: its trials that changed (with their columns) and its head.
@@ -92,6 +141,11 @@ class Change:
         return json.dumps(self.study)
 
     @cached_property
+    def applied(self) -> dict[Seen, tuple[Events, Seen]]:
+        """What this change told the viewers who had seen a given ``Seen``, and what they have seen after it."""
+        return {}
+
+    @cached_property
     def _parsed(self) -> dict[str, Any]:  # only for a viewer that is not in step with the broadcast: rare
         parsed: dict[str, Any] = json.loads(self.columns)
         return parsed
@@ -110,27 +164,53 @@ class Feed:
             study = repo.get_study(conn, name)
             if study is None:
                 raise NotFound(f"study {name!r} not found")
-            self.cursor = study.trial_count if after is None else after
-            self.open = {n: "running" for n in feed.open_trial_numbers(conn, study.id, self.cursor)}
+            cursor = study.trial_count if after is None else after
+            self.seen = Seen(cursor, {n: "running" for n in feed.open_trial_numbers(conn, study.id, cursor)})
         self.db, self.name, self.study_id = db, name, study.id
         self.study = study_token(study.id, study.created_at)  # this study for good: SQLite may reuse its id
         self.since = since - CLOCK_SLACK if since is not None else None
-        self.study_key: dict[str, Any] | None = None
 
-    def poll(self) -> list[tuple[str, str]]:
+    @property
+    def cursor(self) -> int:
+        return self.seen.cursor
+
+    @property
+    def open(self) -> Mapping[int, str]:
+        return self.seen.open
+
+    def poll(self) -> Events:
         """The (event, JSON data) pairs for what changed since the last poll."""
-        return self._events(self.read())
-
-    def apply(self, change: Change) -> list[tuple[str, str]]:
-        """The events for what ``change`` (another feed's read of this study) holds that this viewer has not
-        seen: trials above its cursor, or open when it last heard of them and now in another state."""
+        change = self.read()
         if change.study is None:
-            return self._events(change)
-        mine = self._track(change.states)
-        return self._events(change.only([n for n, _ in mine]))
+            return self._gone()
+        events, self.seen = self.seen.told(change)
+        return events
+
+    def apply(self, change: Change, same: MutableMapping[tuple[Any, ...], Seen] | None = None) -> Events:
+        """The events for what ``change`` (another feed's read of this study) holds that this viewer has not
+        seen: trials above its cursor, or open when it last heard of them and now in another state. Viewers
+        that had seen the same (``Seen``) share the answer: it is worked out once. ``same``: the states of
+        the study's viewers by value, so that one that caught up by itself joins those it now equals."""
+        if change.study is None:
+            return self._gone()
+        done = change.applied.get(self.seen)
+        if done is None:
+            if same is not None:
+                self.join(same)
+                done = change.applied.get(self.seen)
+        if done is None:
+            mine, seen = self.seen.track(change.states)
+            events, seen = seen.told(change.only([n for n, _ in mine]))
+            done = change.applied[self.seen] = events, seen if same is None else same.setdefault(seen.value, seen)
+        events, self.seen = done
+        return events
+
+    def join(self, same: MutableMapping[tuple[Any, ...], Seen]) -> None:
+        """Share the ``Seen`` of the viewers that have seen what this one has (by value), if any."""
+        self.seen = same.setdefault(self.seen.value, self.seen)
 
     def read(self) -> Change:
-        """What changed since the last read, from the database; this feed counts it as seen."""
+        """What changed since the last read, from the database; this feed counts its trials as seen."""
         as_of = utcnow().isoformat()
         with self.db.begin() as conn:
             study = repo.get_study(conn, self.name)
@@ -138,13 +218,13 @@ class Feed:
                 return Change(as_of, None)
             first, since = self.since is not None, self.since
             self.since = None
-            states: tuple[tuple[int, str], ...] = ()
+            states: list[tuple[int, str]] = []
             columns = ""
             if study.trial_count > self.cursor or self.open or first:
                 rows = feed.trial_states(
                     conn, study.id, after=self.cursor, numbers=sorted(self.open), completed_since=since
                 )
-                states = tuple(self._track(rows, first))
+                states, self.seen = self.seen.track(rows, first)
                 if states:
                     cols = feed.series_columns(conn, study.id, after=None, numbers=[n for n, _ in states])
                     columns = columns_json(cols, as_of=as_of)
@@ -153,34 +233,10 @@ class Feed:
             "last_policy_error": study.last_policy_error,
             "trial_count": study.trial_count,
         }
-        return Change(as_of, info, states, columns)
+        return Change(as_of, info, tuple(states), columns)
 
-    def _track(self, rows: Iterable[tuple[int, str]], first: bool = False) -> list[tuple[int, str]]:
-        """The trials among ``rows`` (number, state) this viewer has not seen in that state (every one on a
-        first read with ``since``), now counted as seen; rows of trials it does not follow are left out."""
-        changed: list[tuple[int, str]] = []
-        for n, state in rows:
-            new = n > self.cursor
-            if not (first or new or n in self.open):
-                continue  # at or below the cursor and finished when this viewer last heard of it
-            if first or new or self.open[n] != state:
-                changed.append((n, state))
-            if state in OPEN_STATES:
-                self.open[n] = state
-            else:
-                self.open.pop(n, None)
-        if changed:
-            self.cursor = max(self.cursor, changed[-1][0])
-        return changed
-
-    def _events(self, change: Change) -> list[tuple[str, str]]:
-        if change.study is None:
-            return [("gone", json.dumps({"study": self.name}))]
-        events = [("trials", change.columns)] if change.columns else []
-        if change.study != self.study_key:
-            self.study_key = change.study
-            events.append(("study", change.study_json))
-        return events
+    def _gone(self) -> Events:
+        return [("gone", json.dumps({"study": self.name}))]
 
 
 @dataclass(frozen=True)
