@@ -282,7 +282,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
                     "active_constraint": active_constraint(C, i),
                 }
             )
-        lower, upper = trust_region(X[i], model.covar_module.lengthscale.detach().reshape(-1), region.length)
+        lengthscale = model.covar_module.lengthscale.detach().reshape(-1).to(X)  # the model may live on a GPU
+        lower, upper = trust_region(X[i], lengthscale, region.length)
         points = self._thompson(model, constraints, X[i], lower, upper, q, config, request)
         region = region.model_copy(
             update={
@@ -324,11 +325,12 @@ class Turbo(Policy[TurboConfig, TurboState]):
         d, g = request.dim, request.generator
         n = config.candidates or min(5000, max(2000, 200 * d))
         candidates = Turbo._candidates(centre, lower, upper, n, request)
+        on_model = candidates.to(model.train_inputs[0])  # the model's device
         chosen: list[int] = []
         for _ in range(q):
-            values = pathwise_path(model, g)(candidates).detach()
+            values = pathwise_path(model, g)(on_model).detach().cpu()
             if constraints:
-                sampled = torch.stack([pathwise_path(m, g)(candidates).detach() for m in constraints], -1)  # n x m
+                sampled = torch.stack([pathwise_path(m, g)(on_model).detach().cpu() for m in constraints], -1)  # n x m
                 violation = sampled.clamp_min(0).sum(-1)
                 if chosen:
                     violation[chosen] = math.inf
