@@ -30,8 +30,8 @@ fuzz: $(STAMP)
 	nice -n 10 $(VENV)/bin/python scripts/fuzz.py
 
 # ruff; the layering contracts ([tool.importlinter] in pyproject.toml); mypy ([tool.mypy]) on the
-# packages typed so far.
-MYPY_PATHS := service/localbo/storage client/localbo_client service/localbo/policies
+# whole service and the client.
+MYPY_PATHS := service/localbo client/localbo_client
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check service client tests benchmarks migrations

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Row
 from localbo.domain import StudySpace
 from localbo.domain.identity import study_token
 from localbo.policies import Policy, PolicyConfig, PolicyState, get_policy
+from localbo.policies.base import KernelKind
 
 log = logging.getLogger("localbo.studies")
 
@@ -62,7 +63,7 @@ class StudyHandle:
     def queue(self) -> str:
         return "auto" if self.policy is None or self.config is None else self.policy.queue(self.config)
 
-    def kernel(self) -> str:
+    def kernel(self) -> KernelKind:
         return "rbf" if self.policy is None or self.config is None else self.policy.kernel(self.config)
 
     def plans_now(self, n_complete: int, n_running: int) -> bool:

@@ -140,8 +140,8 @@ def _defaults_described(config: dict[str, Any]) -> None:
 def _components() -> dict[str, Any]:
     """The described models as OpenAPI components, and the unions that name them."""
     configs = list({cls.Config.__name__: cls.Config for cls in registry().values()}.values())
-    models = [FloatParam, IntParam, CategoricalParam, FiniteCandidates, FiniteCsv, FiniteSummary, *configs]
-    models += [TellComplete, TellFailed]
+    models: list[type[BaseModel]] = [FloatParam, IntParam, CategoricalParam, FiniteCandidates, FiniteCsv, FiniteSummary]
+    models += [*configs, TellComplete, TellFailed]
     _, schema = models_json_schema([(m, "validation") for m in models], ref_template=REF)
     components: dict[str, Any] = schema.get("$defs", {})
     for config in configs:

@@ -111,7 +111,7 @@ class StudyCreate(Strict):
         '"candidates": [{"id": "a", "params": {"x": 0.5, "n": 3}}, ...] or "csv": "id,x,n\\n...", '
         '"kernel"?: N x N matrix or "cosine", "allow_repeats"?: false}'
     )
-    policy: str = Field(default="sobol", json_schema_extra={"enum": sorted(registry())})
+    policy: str = Field(default="sobol", json_schema_extra={"enum": [*sorted(registry())]})  # a list[JsonValue]
     policy_config: Annotated[dict[str, Any], documented("PolicyConfig", "The keys of the policy's Config")] | None = (
         None
     )

@@ -25,6 +25,7 @@ from localbo.api.schemas import (
 )
 from localbo.asking import Short, Unit
 from localbo.bootstrap import Service
+from localbo.domain.records import TrialRecord
 from localbo.errors import InvalidInput
 from localbo.json_values import readable
 from localbo.telling import Told
@@ -61,7 +62,7 @@ async def tell(
     service: ServiceDep,
     who: Caller,
     key: IdempotencyKey = None,
-) -> dict:
+) -> TrialRecord:
     check_write(who, study)
     return await _tell(service, study, number, body)
 
@@ -102,11 +103,11 @@ async def tell_and_ask(
     return {"told": told.trial, "trials": served["trials"]}
 
 
-async def _tell(service: Service, study: str, number: int, body: TellRequest) -> dict:
+async def _tell(service: Service, study: str, number: int, body: TellRequest) -> TrialRecord:
     return await service.tx.run_now(_tell_now, service, study, number, body)
 
 
-def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> dict:
+def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> TrialRecord:
     with service.write.begin() as conn:
         told = _tell_in(service, conn, study, number, body)
     service.telling.after(told)
@@ -122,7 +123,7 @@ def _tell_in(service: Service, conn: Connection, study: str, number: int, body: 
 
 
 @router.post("/trials/{number}/heartbeat", response_model=TrialOut, responses=responses(*WRITE))
-async def heartbeat(study: StudyName, number: TrialNumber, service: ServiceDep, who: Caller) -> dict:
+async def heartbeat(study: StudyName, number: TrialNumber, service: ServiceDep, who: Caller) -> TrialRecord:
     check_write(who, study)
     return await service.tx.run(service.telling.heartbeat, study, number)
 
@@ -149,7 +150,7 @@ def list_trials(
 
 
 @router.get("/trials/{number}", response_model=TrialOut, responses=responses(*READ))
-def get_trial(study: StudyName, number: TrialNumber, service: ServiceDep, who: Caller) -> dict:
+def get_trial(study: StudyName, number: TrialNumber, service: ServiceDep, who: Caller) -> TrialRecord:
     """One trial: its parameters in user units, value, state, source, client, times, lease and, on a finite
     space, its candidate's id."""
     check_read(who, study)
@@ -157,7 +158,7 @@ def get_trial(study: StudyName, number: TrialNumber, service: ServiceDep, who: C
 
 
 @router.get("/best", response_model=TrialOut | None, responses=responses(*READ))
-def best(study: StudyName, service: ServiceDep, who: Caller) -> dict | None:
+def best(study: StudyName, service: ServiceDep, who: Caller) -> TrialRecord | None:
     """The best completed trial, or null while there is none."""
     check_read(who, study)
     return service.studies.best(study)
@@ -166,7 +167,7 @@ def best(study: StudyName, service: ServiceDep, who: Caller) -> dict | None:
 @router.get(
     "/export",
     response_class=Response,
-    responses={200: {"description": "The study and its trials", "content": EXPORT_TYPES}} | responses(*READ),
+    responses={200: {"description": "The study and its trials", "content": EXPORT_TYPES}, **responses(*READ)},
 )
 def export(study: StudyName, service: ServiceDep, who: Caller, format: Literal["csv", "json"] = "json") -> Response:
     check_read(who, study)

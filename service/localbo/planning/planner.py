@@ -126,7 +126,7 @@ class Planner:
             # the same study (SQLite reuses a deleted study's id: its creation time tells them apart),
             # and nobody stored a plan meanwhile
             same = current is not None and current.created_at == study.created_at
-            if same and current.policy_state_version == plan.version:
+            if current is not None and same and current.policy_state_version == plan.version:
                 store(conn, current.id, current.policy_state_version, plan)
         return PLANNED if same else GONE
 
