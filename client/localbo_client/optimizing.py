@@ -74,7 +74,8 @@ def optimize(
             if reason is not None:
                 study.fail(trial, reason)
             else:
-                study.tell(trial, value)  # type: ignore[arg-type]
+                assert value is not None  # no reason: fn returned a finite value
+                study.tell(trial, value)
             return None
         except BaseException as exc:
             record(exc)
