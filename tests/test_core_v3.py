@@ -342,3 +342,24 @@ def test_a_planning_job_that_fails_is_a_value_logged_and_recorded(local: Any, ca
     job = service.service.planner.plan_ahead(study_id)
     assert job is not None and isinstance(job.result(timeout=60), Failed)
     assert any("planning study" in r.getMessage() for r in caplog.records)
+
+
+def test_worker_messages_carry_constraints_and_parameter_constraints() -> None:
+    import dataclasses
+
+    from localbo.policies import Polytope
+
+    polytope = Polytope(
+        A_ub=torch.tensor([[1.0, 1.0]], dtype=torch.float64),
+        b_ub=torch.tensor([1.0], dtype=torch.float64),
+        A_eq=torch.zeros(0, 2, dtype=torch.float64),
+        b_eq=torch.zeros(0, dtype=torch.float64),
+    )
+    C = torch.tensor([[0.5, -1.0], [-0.2, 0.1], [0.0, 0.0]], dtype=torch.float64)
+    request = dataclasses.replace(_request(), C=C, polytope=polytope, max_violation_probability=0.05)
+    _, back = request_from_wire(json.loads(json.dumps(request_to_wire("minucb", request))), torch.device("cpu"))
+    assert back.C is not None and torch.equal(back.C, C)
+    assert back.polytope is not None and torch.equal(back.polytope.A_ub, polytope.A_ub)
+    assert back.polytope.A_eq.shape == (0, 2) and back.max_violation_probability == 0.05 and back.X_failed is None
+    none = request_from_wire(json.loads(json.dumps(request_to_wire("minucb", _request()))), torch.device("cpu"))[1]
+    assert none.C is None and none.polytope is None

@@ -73,6 +73,8 @@ def test_external_trials_are_stored_complete_and_numbered_in_turn(api) -> None:
         "state": "complete",
         "params": {"x": 2.5, "k": 1},
         "value": -1.0,
+        "values": None,  # only a study that names metrics has them
+        "feasible": None,
         "reason": None,
         "source": "external",
         "client_id": None,

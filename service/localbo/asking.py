@@ -292,7 +292,8 @@ class Asking:
             row = repo.get_study_by_id(conn, study.id)  # the whole row: the ask's read leaves the state out
             if row is None:
                 raise NotFound(f"study {study.name!r} not found")
-            points = fallback_points(space, k, generator, load_study(row, space).fallback_box())
+            handle = load_study(row, space)
+            points = fallback_points(space, k, generator, handle.fallback_box(), polytope=handle.polytope())
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)
         return points
 

@@ -1,7 +1,8 @@
 """A study's trials as CSV or JSON, one implementation for the API and the CLI.
 
-CSV: one row per trial: number, state, value, each parameter in user units (a finite space: its
-parameters, then candidate, the candidate's id), then source, reason, created_at, completed_at.
+CSV: one row per trial: number, state, value, the named metrics (``values.<metric>``) and ``feasible`` when
+the study names them, each parameter in user units (a finite space: its parameters, then candidate, the
+candidate's id), then source, reason, created_at, completed_at.
 
 - A parameter's column is its name, or ``params.<name>`` where the name is one of the other columns'
   (``value``, ``number``, ``state``...) or begins with ``params.``: no two columns share a name, and each
@@ -25,6 +26,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from localbo.domain import study_out, trial_out
+from localbo.domain.identity import study_token
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.finite_space import is_finite_spec
 from localbo.storage import repository as repo
@@ -32,14 +34,19 @@ from localbo.storage.summary import summaries as summary_of
 from localbo.studies import get_row
 
 FORMATS = ("csv", "json")
-BOOKKEEPING = ("number", "state", "value", "candidate", "source", "reason", "created_at", "completed_at")
+BOOKKEEPING = (
+    "number", "state", "value", "feasible", "candidate", "source", "reason", "created_at", "completed_at"
+)  # fmt: skip
 NAMESPACE = "params."
+METRICS = "values."  # a named metric's column: values.<metric>
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list: what a spreadsheet may run as a formula
 GUARD = "'"
 CSV_COLUMNS = (
-    "CSV columns: number, state, value, the parameters in space order (a finite space: then candidate, the "
+    "CSV columns: number, state, value, a study's named metrics as `values.<metric>` and, with outcome "
+    "constraints, feasible (true or false), the parameters in space order (a finite space: then candidate, the "
     "candidate's id), source, reason, created_at, completed_at. A parameter named like one of those columns "
-    f"({', '.join(BOOKKEEPING)}), or whose name begins with `{NAMESPACE}`, is the column `{NAMESPACE}<name>` "
+    f"({', '.join(BOOKKEEPING)}), or whose name begins with `{NAMESPACE}` or `{METRICS}`, is the column "
+    f"`{NAMESPACE}<name>` "
     "(`value` -> `params.value`); any other parameter's column is its name. Text cells (parameter names, "
     "text choices, candidate ids, reasons) that begin with = + - @, a tab, a carriage return or ' have a ' put "
     "in front, so no spreadsheet runs them as formulas: a reader drops one leading ' from any cell (no number, "
@@ -53,7 +60,8 @@ def load(db: Engine, name: str) -> tuple[StudyRecord, list[TrialRecord]]:
         study = get_row(conn, name)
         summary = summary_of(conn, [study.id]).get(study.id)
         rows = repo.list_trials(conn, study.id)
-    return study_out(study, summary), [trial_out(r) for r in rows]
+    token = study_token(study.id, study.created_at)
+    return study_out(study, summary), [trial_out(r, token) for r in rows]
 
 
 def parameter_names(space: dict[str, Any]) -> list[str]:
@@ -65,7 +73,8 @@ def column(name: str) -> str:
     """A parameter's CSV column: its name, or ``params.<name>`` where the name is a bookkeeping column's or
     begins with ``params.`` (so no two columns share a name, and each parameter's column depends on its
     name alone)."""
-    return NAMESPACE + name if name in BOOKKEEPING or name.startswith(NAMESPACE) else name
+    taken = name in BOOKKEEPING or name.startswith((NAMESPACE, METRICS))
+    return NAMESPACE + name if taken else name
 
 
 def text(value: str) -> str:
@@ -95,7 +104,11 @@ def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     ids = ["candidate"] if finite else []
-    header = ["number", "state", "value", *(text(column(n)) for n in names), *ids]
+    metrics = [o["metric"] for o in study["objectives"] or []] + [c["metric"] for c in study["constraints"] or []]
+    metrics = list(dict.fromkeys(metrics))
+    feasible = ["feasible"] if study["constraints"] else []
+    header = ["number", "state", "value", *(text(METRICS + m) for m in metrics), *feasible]
+    header += [text(column(n)) for n in names] + ids
     writer.writerow([*header, "source", "reason", "created_at", "completed_at"])
     for t in trials:
         writer.writerow(
@@ -103,6 +116,8 @@ def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
                 t["number"],
                 t["state"],
                 cell(t["value"]),
+                *(cell((t["values"] or {}).get(m)) for m in metrics),
+                *([cell(t["feasible"])] if feasible else []),
                 *(cell(t["params"].get(n)) for n in names),
                 *([cell(t["candidate"])] if finite else []),
                 cell(t["source"]),

@@ -14,6 +14,13 @@ from sqlalchemy.exc import IntegrityError
 
 from localbo.domain import StudySpace, iso, study_out, trial_out
 from localbo.domain.identity import study_token
+from localbo.domain.outcomes import (
+    Objective,
+    OutcomeConstraint,
+    Outcomes,
+    Safety,
+    parse_parameter_constraints,
+)
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
@@ -86,6 +93,54 @@ def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: 
         raise InvalidInput(f"policy_config.{where}" if where else "policy_config", err["msg"]) from None
 
 
+def parse_outcomes(objectives: list[Any] | None, constraints: list[Any] | None, failures: str, safety: Any) -> Outcomes:
+    """The study's metrics, objective and outcome constraints, or a 422 naming the field."""
+    from pydantic import ValidationError
+
+    def each(field: str, model: Any, items: list[Any] | None) -> tuple[Any, ...]:
+        out = []
+        for i, item in enumerate(items or ()):
+            try:
+                out.append(model.model_validate(item))
+            except ValidationError as exc:
+                loc = ".".join(str(p) for p in exc.errors()[0]["loc"])
+                raise InvalidInput(f"{field}.{i}.{loc}" if loc else f"{field}.{i}", exc.errors()[0]["msg"]) from None
+        return tuple(out)
+
+    if failures not in ("ignore", "avoid"):
+        raise InvalidInput("failures", f"expected 'ignore' or 'avoid', got {failures!r}")
+    try:
+        parsed_safety = Safety.model_validate(safety) if safety is not None else None
+    except ValidationError as exc:
+        raise InvalidInput("safety", exc.errors()[0]["msg"]) from None
+    outcomes = Outcomes(
+        each("objectives", Objective, objectives),
+        each("constraints", OutcomeConstraint, constraints),
+        "avoid" if failures == "avoid" else "ignore",
+        parsed_safety,
+    )
+    outcomes.check()
+    return outcomes
+
+
+def check_capabilities(policy: str, outcomes: Outcomes, linear: bool) -> None:
+    """A 422 naming the field when the study needs what its policy does not serve, with the policies that do."""
+    from localbo.policies import registry
+
+    needs = {
+        "constraints": ("constraints", bool(outcomes.constraints)),
+        "parameter_constraints": ("parameter_constraints", linear),
+        "failures": ("failures", outcomes.failures == "avoid"),
+        "safety": ("safety", outcomes.safety is not None),
+    }
+    policies = registry()
+    for capability, (field, needed) in needs.items():
+        if needed and capability not in policies[policy].handles:
+            able = sorted(name for name, cls in policies.items() if capability in cls.handles)
+            offer = f"policies that do: {able}" if able else "no policy serves it yet"
+            raise InvalidInput(field, f"the {policy} policy does not serve {field.replace('_', ' ')}; {offer}")
+
+
 def _shown(record: StudyRecord) -> StudyRecord:
     """The record, or, for a row stored before the input checks that no JSON encoder takes (a lone
     surrogate, NaN, 256 levels), a readable copy: one bad row never turns a listing into a 500."""
@@ -128,6 +183,11 @@ class Studies:
         policy_config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         seed: int | None = None,
+        objectives: list[Any] | None = None,
+        constraints: list[Any] | None = None,
+        parameter_constraints: list[Any] | None = None,
+        failures: str = "ignore",
+        safety: Any = None,
     ) -> StudyRecord:
         finite: FiniteSpec | None = None
         try:
@@ -145,6 +205,22 @@ class Studies:
         config = validate_policy(policy, policy_config, dim, kind)
         from localbo.policies import get_policy  # validated: the policy exists
 
+        outcomes = parse_outcomes(objectives, constraints, failures, safety)
+        linear_rules = None
+        if parameter_constraints:
+            if finite is not None:
+                raise InvalidInput(
+                    "parameter_constraints", "a finite space lists its points: leave out the ones to avoid"
+                )
+            linear_rules = [
+                c.model_dump(mode="json") for c in parse_parameter_constraints(parameter_constraints, parsed)[0]
+            ]
+        if finite is not None and outcomes.constraints:
+            raise InvalidInput("constraints", "outcome constraints on a finite space are not served yet")
+        check_capabilities(policy, outcomes, bool(linear_rules))
+        if outcomes.objectives:
+            direction = outcomes.objectives[0].direction  # the single objective's: best and summaries read it
+
         values = {
             "name": name,
             "direction": direction,
@@ -158,6 +234,11 @@ class Studies:
             "policy_state_version": 0,
             "trial_count": 0,
             "created_at": utcnow(),
+            "objectives": [o.model_dump(mode="json") for o in outcomes.objectives] or None,
+            "constraints": [c.model_dump(mode="json") for c in outcomes.constraints] or None,
+            "parameter_constraints": linear_rules,
+            "failures": outcomes.failures,
+            "safety": outcomes.safety.model_dump(mode="json") if outcomes.safety is not None else None,
         }
         try:
             with self.write.begin() as conn:

@@ -13,12 +13,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+import torch
 from sqlalchemy.engine import Row
 
 from localbo.domain import StudySpace
 from localbo.domain.identity import study_token
-from localbo.policies import Policy, PolicyConfig, PolicyState, get_policy
+from localbo.domain.outcomes import LinearConstraints, Outcomes, parse_parameter_constraints
+from localbo.policies import Policy, PolicyConfig, PolicyState, Polytope, get_policy
 from localbo.policies.base import KernelKind
 
 log = logging.getLogger("localbo.studies")
@@ -39,6 +42,8 @@ class StudyHandle:
     state_version: int  # bumped by every stored plan: a plan from an older snapshot is dropped
     state_note: str | None
     problem: str | None  # why the policy cannot run: the study is served fallback points
+    outcomes: Outcomes = Outcomes()  # named metrics, objective, outcome constraints (none: the unnamed value)
+    linear: LinearConstraints = LinearConstraints()  # parameter constraints in the unit cube (empty: none)
 
     @property
     def token(self) -> str:
@@ -66,6 +71,22 @@ class StudyHandle:
     def kernel(self) -> KernelKind:
         return "rbf" if self.policy is None or self.config is None else self.policy.kernel(self.config)
 
+    def polytope(self, device: torch.device | None = None) -> Polytope | None:
+        """The parameter constraints as the policies take them (None: the whole cube)."""
+        if not self.linear:
+            return None
+        dim, linear = self.space.dim, self.linear
+
+        def tensor(rows: Any, shape: tuple[int, ...]) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.float64, device=device).reshape(shape)
+
+        return Polytope(
+            A_ub=tensor(linear.A_ub, (-1, dim)),
+            b_ub=tensor(linear.b_ub, (-1,)),
+            A_eq=tensor(linear.A_eq, (-1, dim)),
+            b_eq=tensor(linear.b_eq, (-1,)),
+        )
+
     def plans_now(self, n_complete: int, n_running: int) -> bool:
         if self.policy is None or self.config is None:
             return True  # fallback points: cheap, and the reason is recorded on every plan
@@ -88,6 +109,10 @@ def load_study(row: Row, space: StudySpace) -> StudyHandle:
         state, state_note = policy.load_state(row.policy_state or None)
         if state_note:
             log.warning("study %s: %s", row.name, state_note)
+    outcomes = Outcomes.from_stored(row)
+    linear = LinearConstraints()
+    if row.parameter_constraints and space.box is not None:  # checked at creation: no LP again here
+        _, linear = parse_parameter_constraints(row.parameter_constraints, space.box, check_region=False)
     if problem:
         log.warning("study %s: %s; served fallback points", row.name, problem)
     return StudyHandle(
@@ -104,4 +129,6 @@ def load_study(row: Row, space: StudySpace) -> StudyHandle:
         state_version=row.policy_state_version,
         state_note=state_note,
         problem=problem,
+        outcomes=outcomes,
+        linear=linear,
     )

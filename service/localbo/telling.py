@@ -7,7 +7,6 @@ the data starts the study's planning job (suggest-ahead), so the next ask is ser
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,6 +19,7 @@ from localbo.asking import sweep_expired
 from localbo.config import Settings
 from localbo.domain import Source, TrialState, trial_out
 from localbo.domain.identity import study_token
+from localbo.domain.outcomes import Outcomes, finite
 from localbo.domain.records import TrialRecord
 from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.planner import Planner
@@ -57,22 +57,23 @@ class Told:
     plan_ahead: bool  # the tell finished an open trial and the plan is empty: plan once it commits
 
 
-def finite_value(value: float | None) -> float:
-    if value is None or isinstance(value, bool) or not math.isfinite(value):
-        raise InvalidInput("value", f"expected a finite number, got {value!r}")
-    return float(value)
-
-
 class Telling:
     def __init__(self, settings: Settings, write: Engine, spaces: Spaces, planner: Planner) -> None:
         self.settings, self.write, self.spaces, self.planner = settings, write, spaces, planner
 
     def tell(
-        self, name: str, number: int, value: float | None = None, *, failed: str | None = None, token: str | None = None
+        self,
+        name: str,
+        number: int,
+        value: float | None = None,
+        *,
+        failed: str | None = None,
+        token: str | None = None,
+        values: dict[str, float] | None = None,
     ) -> TrialRecord:
         """Complete (``value``) or fail (``failed`` = reason) a running or stale trial, in a transaction of its own."""
         with self.write.begin() as conn:
-            told = self.tell_in(conn, name, number, value, failed=failed, token=token)
+            told = self.tell_in(conn, name, number, value, failed=failed, token=token, values=values)
         self.after(told)
         return told.trial
 
@@ -85,29 +86,56 @@ class Telling:
         *,
         failed: str | None = None,
         token: str | None = None,
+        values: dict[str, float] | None = None,
     ) -> Told:
         """The tell inside the caller's transaction; ``after`` it commits, ``after(told)`` plans ahead.
 
         ``token`` (the trial's, as its ask answered): the tell reaches that study's trial or none.
         """
         state, reason = (TrialState.COMPLETE, None) if failed is None else (TrialState.FAILED, failed)
-        told = finite_value(value) if failed is None else None
+        told, metrics, feasible = None, None, None
+        if failed is not None:
+            if values is not None:
+                raise InvalidInput("values", "a failed trial carries no metrics: leave values out")
+        elif values is not None or value is None:  # named metrics: the study says which, and what is feasible
+            outcomes = self.outcomes(conn, name)
+            told, metrics = outcomes.read(values, value)
+            feasible = outcomes.feasible(metrics)
+        else:
+            told = finite("value", value)
         # The common case in one statement: the trial is open, so finish it.
-        done = repo.finish_open_trial(conn, name, number, state.value, told, reason, utcnow())
+        at = utcnow()
+        done = repo.finish_open_trial(conn, name, number, state.value, told, reason, at, metrics, feasible)
         if done is not None:
             check_token(done, name, token)  # raises: the caller's transaction rolls the update back
-            return Told(trial_out(done), done.study_id, not done.plan_holds)  # suggest-ahead fills only an empty plan
+            record = trial_out(done)
+            if done.study_named and failed is None and metrics is None:  # a bare value told to a study naming metrics
+                outcomes = self.outcomes(conn, name)
+                told, metrics = outcomes.read(None, told)  # a 422 when constraints need values: rolled back
+                feasible = outcomes.feasible(metrics)
+                repo.set_trial_metrics(conn, done.id, metrics, feasible)
+                record = {**record, "values": metrics, "feasible": feasible}
+            return Told(record, done.study_id, not done.plan_holds)  # suggest-ahead fills only an empty plan
         trial = locked_trial(conn, name, number)  # already finished (or missing): say how
         check_token(trial, name, token)
         if trial.state in TrialState.open():
             raise Busy(f"trial {number} changed while being told; retry")
-        if trial.state == state and trial.value == told and (failed is None or trial.reason == reason):
+        same_metrics = metrics is None or trial.metrics == metrics
+        if trial.state == state and trial.value == told and same_metrics and (failed is None or trial.reason == reason):
             return Told(trial_out(trial), trial.study_id, False)  # the same tell again: nothing to do
         if trial.state == TrialState.COMPLETE:
             raise Conflict(
                 f"value: trial {number} was already told {trial.value}, not {told if failed is None else 'failed'}"
             )
         raise Conflict(f"state: trial {number} was already told failed ({trial.reason})")
+
+    @staticmethod
+    def outcomes(conn: Connection, name: str) -> Outcomes:
+        """The study's metrics, objective and outcome constraints (what a tell of named values needs)."""
+        study = repo.study_outcomes(conn, name)
+        if study is None:
+            raise NotFound(f"study {name!r} not found")
+        return Outcomes.from_stored(study)
 
     def after(self, told: Told) -> None:
         """What a committed tell starts: the study's planning job, when its plan is empty."""
@@ -133,14 +161,23 @@ class Telling:
             )
         raise Conflict(f"trial {number} is {trial.state}; only a running trial has a lease to extend")
 
-    def add_trial(self, name: str, params: dict[str, Any], value: float, key: str | None = None) -> Any:
-        """Store a trial measured outside the service (source "external"), complete with its value."""
-        told = finite_value(value)
-        body = {"params": params, "value": value}
+    def add_trial(
+        self,
+        name: str,
+        params: dict[str, Any],
+        value: float | None = None,
+        key: str | None = None,
+        values: dict[str, float] | None = None,
+    ) -> Any:
+        """Store a trial measured outside the service (source "external"), complete with its value (or, when the
+        study names metrics, its ``values``)."""
+        body: dict[str, Any] = {"params": params, "value": value} | ({"values": values} if values is not None else {})
         with self.write.begin() as conn:
             study = get_row(conn, name, lock=True)
             if (replay := idempotency.replay(conn, study.id, key, "add", body)) is not None:
                 return replay
+            outcomes = Outcomes.from_stored(study)
+            told, metrics = outcomes.read(values, value)
             space = self.spaces.of(conn, study)
             try:
                 x, candidate = space.to_unit(params)
@@ -154,6 +191,8 @@ class Telling:
                 "params": space.params(x, candidate) if candidate is not None else params,
                 "x": x,
                 "value": told,
+                "metrics": metrics,
+                "feasible": outcomes.feasible(metrics),
                 "reason": None,
                 "source": Source.EXTERNAL.value,
                 "client_id": None,

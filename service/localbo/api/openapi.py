@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from localbo.api.schemas import TRIAL_TOKEN
+from localbo.api.schemas import TRIAL_TOKEN, MetricValues
 from localbo.export import CSV_COLUMNS
 from localbo.finite_space import MAX_CANDIDATES
 from localbo.policies import registry
@@ -109,7 +109,8 @@ class FiniteSummary(Described):
 
 
 class TellComplete(Described):
-    value: float = Field(description="The objective value")
+    value: float | None = Field(default=None, description="The objective value (a study that names no metrics)")
+    values: MetricValues | None = None
     state: Literal["complete"] = "complete"
     reason: str | None = Field(default=None, max_length=10_000)
     token: str | None = TRIAL_TOKEN

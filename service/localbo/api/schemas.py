@@ -10,6 +10,15 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from localbo import json_values
+from localbo.domain.outcomes import (
+    MAX_METRICS,
+    MAX_PARAMETER_CONSTRAINTS,
+    MetricName,
+    Objective,
+    OutcomeConstraint,
+    ParameterConstraint,
+    Safety,
+)
 from localbo.policies import registry
 
 STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
@@ -117,6 +126,25 @@ class StudyCreate(Strict):
     )
     metadata: Metadata | None = None
     seed: WholeNumber | None = Field(default=None, ge=0, lt=2**31, description="Fixes the policy's randomness")
+    objectives: list[Objective] | None = Field(
+        default=None,
+        max_length=4,
+        description="Named metrics to optimise (one: single-objective); tells then carry values {metric: number}. "
+        "Absent: the one unnamed value, `direction` its way",
+    )
+    constraints: list[OutcomeConstraint] | None = Field(
+        default=None, max_length=MAX_METRICS, description="Outcome constraints: limits every tell measures"
+    )
+    parameter_constraints: list[ParameterConstraint] | None = Field(
+        default=None,
+        max_length=MAX_PARAMETER_CONSTRAINTS,
+        description='Linear constraints over float parameters in user units: {"terms": {"a": 1, "b": 1}, '
+        '"op": "<=" | ">=" | "==", "bound": 1}; every point handed out satisfies them',
+    )
+    failures: Literal["ignore", "avoid"] = Field(
+        default="ignore", description="avoid: failed trials mark where the rig faults, and the policy steers away"
+    )
+    safety: Safety | None = Field(default=None, description="Safe mode: ask only points predicted to be feasible")
 
 
 class StudySummary(BaseModel):
@@ -125,7 +153,7 @@ class StudySummary(BaseModel):
     n_complete: int
     n_failed: int
     n_stale: int
-    best_value: float | None
+    best_value: float | None = Field(description="The best completed (and, with constraints, feasible) value")
     last_activity: datetime | None = Field(default=None, description="When a trial was last asked or finished")
     last_result_at: datetime | None = Field(
         default=None, description="When the latest result (a completed or failed trial) came in; null: none yet"
@@ -140,6 +168,8 @@ class StudySummary(BaseModel):
         description="Trials completed or failed in the 60 minutes before the summary was built (the studies "
         "stream builds it again when a study's trials change)",
     )
+    n_feasible: int = Field(default=0, description="Completed trials that met every outcome constraint")
+    n_infeasible: int = Field(default=0, description="Completed trials that broke an outcome constraint")
     candidates_remaining: int | None = Field(
         default=None,
         description="Finite spaces: candidates no trial holds yet (a stale trial's is offered again); null otherwise",
@@ -166,6 +196,11 @@ class StudyOut(BaseModel):
         description="Why the latest policy computation handed out fallback points (or restarted the policy's "
         "state), with its time; null once a computation succeeds"
     )
+    objectives: list[Objective] | None = None
+    constraints: list[OutcomeConstraint] | None = None
+    parameter_constraints: list[ParameterConstraint] | None = None
+    failures: Literal["ignore", "avoid"] = "ignore"
+    safety: Safety | None = None
     summary: StudySummary
 
 
@@ -189,6 +224,13 @@ class AskRequest(Strict):
     )
 
 
+MetricValues = Annotated[
+    dict[MetricName, Annotated[float, Field(strict=True, allow_inf_nan=False)]],
+    Field(
+        max_length=MAX_METRICS,
+        description="A study that names metrics: a number for each of them, {metric: value}",
+    ),
+]
 TRIAL_TOKEN = Field(
     default=None,
     max_length=64,
@@ -200,7 +242,11 @@ class TrialOut(BaseModel):
     number: int
     state: Literal["running", "complete", "failed", "stale"]
     params: Params
-    value: float | None
+    value: float | None = Field(description="The objective's value (a study with named metrics: its objective's)")
+    values: dict[str, float] | None = Field(default=None, description="Every named metric, when the study names them")
+    feasible: bool | None = Field(
+        default=None, description="Whether every outcome constraint held; null: the study has none, or no result yet"
+    )
     reason: str | None
     source: str
     client_id: str | None
@@ -233,6 +279,7 @@ class TellRequest(Strict):
     model_config = ConfigDict(json_schema_extra=_tell_shapes)
     # strict: "0.5" or true is refused, not quietly turned into a number
     value: float | None = Field(default=None, strict=True, allow_inf_nan=False, description="The objective value")
+    values: MetricValues | None = None
     state: Literal["complete", "failed"] = "complete"
     reason: str | None = Field(default=None, max_length=10_000, description="Why a trial failed")
     token: str | None = TRIAL_TOKEN
@@ -250,7 +297,8 @@ class TellAndAskResponse(BaseModel):
 
 class ExternalTrial(Strict):
     params: Params
-    value: float = Field(strict=True, allow_inf_nan=False)
+    value: float | None = Field(default=None, strict=True, allow_inf_nan=False)
+    values: MetricValues | None = None
 
 
 class TrialList(BaseModel):

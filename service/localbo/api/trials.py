@@ -26,7 +26,6 @@ from localbo.api.schemas import (
 from localbo.asking import Short, Unit
 from localbo.bootstrap import Service
 from localbo.domain.records import TrialRecord
-from localbo.errors import InvalidInput
 from localbo.json_values import readable
 from localbo.telling import Told
 
@@ -116,10 +115,10 @@ def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> T
 
 def _tell_in(service: Service, conn: Connection, study: str, number: int, body: TellRequest) -> Told:
     if body.state == "failed":
-        return service.telling.tell_in(conn, study, number, failed=body.reason or "", token=body.token)
-    if body.value is None:
-        raise InvalidInput("value", "expected a finite number (or state 'failed' with a reason)")
-    return service.telling.tell_in(conn, study, number, body.value, token=body.token)
+        return service.telling.tell_in(
+            conn, study, number, failed=body.reason or "", token=body.token, values=body.values
+        )
+    return service.telling.tell_in(conn, study, number, body.value, token=body.token, values=body.values)
 
 
 @router.post("/trials/{number}/heartbeat", response_model=TrialOut, responses=responses(*WRITE))
@@ -133,7 +132,7 @@ async def add_trial(
     study: StudyName, body: ExternalTrial, service: ServiceDep, who: Caller, key: IdempotencyKey = None
 ) -> dict:
     check_write(who, study)
-    return await service.tx.run(service.telling.add_trial, study, body.params, body.value, key)
+    return await service.tx.run(service.telling.add_trial, study, body.params, body.value, key, body.values)
 
 
 @router.get("/trials", response_model=TrialList, responses=responses(*READ))

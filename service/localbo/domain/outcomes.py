@@ -192,7 +192,7 @@ def unit_constraints(
 
 
 def parse_parameter_constraints(
-    raw: list[Any], box: SearchSpace
+    raw: list[Any], box: SearchSpace, check_region: bool = True
 ) -> tuple[list[ParameterConstraint], LinearConstraints]:
     """The study's parameter constraints checked against its space (a continuous ``SearchSpace``), or a 422
     naming the constraint by position: unknown, categorical, integer or log-scaled parameters, zero
@@ -238,7 +238,7 @@ def parse_parameter_constraints(
             raise InvalidInput(where, f"the same constraint as parameter_constraints.{parsed.index(c)}")
         parsed.append(c)
     linear = unit_constraints(parsed, columns, box.dim)
-    if linear and not _region_holds_a_point(linear, box.dim):
+    if check_region and linear and not _region_holds_a_point(linear, box.dim):
         raise InvalidInput("parameter_constraints", "no point of the space satisfies all of them together")
     return parsed, linear
 

@@ -16,6 +16,8 @@ class TrialRecord(TypedDict):
     state: str
     params: dict[str, Any]
     value: float | None
+    values: dict[str, float] | None  # the named metrics, when the study names them
+    feasible: bool | None  # every outcome constraint held (None: the study has none, or no result yet)
     reason: str | None
     source: str
     client_id: str | None
@@ -32,6 +34,8 @@ class StudySummary(TypedDict):
     n_complete: int
     n_failed: int
     n_stale: int
+    n_feasible: int
+    n_infeasible: int
     best_value: float | None
     last_activity: str | None
     last_result_at: str | None
@@ -54,6 +58,11 @@ class StudyRecord(TypedDict):
     created_at: str | None
     policy_state_version: int
     last_policy_error: str | None
+    objectives: list[dict[str, Any]] | None
+    constraints: list[dict[str, Any]] | None
+    parameter_constraints: list[dict[str, Any]] | None
+    failures: str
+    safety: dict[str, Any] | None
     summary: StudySummary
 
 
@@ -72,6 +81,8 @@ def trial_out(row: Row | Mapping[str, Any], token: str | None = None) -> TrialRe
         "state": r["state"],
         "params": r["params"],
         "value": r["value"],
+        "values": r.get("metrics"),
+        "feasible": r.get("feasible"),
         "reason": r["reason"],
         "source": r["source"],
         "client_id": r["client_id"],
@@ -101,12 +112,19 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
         "created_at": iso(row.created_at),
         "policy_state_version": row.policy_state_version,
         "last_policy_error": row.last_policy_error,
+        "objectives": row.objectives,
+        "constraints": row.constraints,
+        "parameter_constraints": row.parameter_constraints,
+        "failures": row.failures,
+        "safety": row.safety,
         "summary": {
             "n_trials": int(s.get("n") or 0),
             "n_running": int(s.get("running") or 0),
             "n_complete": int(s.get("complete") or 0),
             "n_failed": int(s.get("failed") or 0),
             "n_stale": int(s.get("stale") or 0),
+            "n_feasible": int(s.get("feasible") or 0),
+            "n_infeasible": int(s.get("infeasible") or 0),
             "best_value": best,
             "last_activity": iso(last),
             "last_result_at": iso(s.get("last_completed_at")),  # only complete and failed trials have one

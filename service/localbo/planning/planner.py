@@ -117,10 +117,12 @@ class Planner:
             finite = handle.space.candidates is not None
             done, pending = repo.history(conn, study_id) if handle.needs_history or finite else ([], [])
             failed = repo.failed_candidates(conn, study_id) if finite else []
+            avoid = handle.outcomes.failures == "avoid"
+            failed_points = repo.failed_points(conn, study_id) if avoid else None
         if ahead and not handle.plans_now(len(done), len(pending)):
             return PLANNED
         with self.claims.renewing(study_id, token):
-            plan = self.runner.run(handle, done, pending, need - in_plan, failed)
+            plan = self.runner.run(handle, done, pending, need - in_plan, failed, failed_points)
         with self.write.begin() as conn:
             current = repo.get_study_by_id(conn, study_id, for_update=True)
             # the same study (SQLite reuses a deleted study's id: its creation time tells them apart),

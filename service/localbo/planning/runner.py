@@ -59,7 +59,13 @@ class PolicyRunner:
         return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
 
     def run(
-        self, study: StudyHandle, done: Sequence[Row], pending: Sequence[Row], short: int, failed: list[int]
+        self,
+        study: StudyHandle,
+        done: Sequence[Row],
+        pending: Sequence[Row],
+        short: int,
+        failed: list[int],
+        failed_points: list[list[float]] | None = None,
     ) -> Plan:
         """A plan of at least ``short`` points for ``study`` given its completed and pending rows."""
         space, cls, config = study.space, study.policy, study.config
@@ -67,7 +73,7 @@ class PolicyRunner:
             metrics.policy_outcomes.labels(study.policy_name, "unloadable").inc()
             return self.fallback(study, done, pending, short, failed, study.problem or "the policy cannot run")
         try:
-            request = self.request(study, config, done, pending, short, failed)
+            request = self.request(study, config, done, pending, short, failed, failed_points)
             local = space.candidates is not None or not cls.needs_history
             queue = self.queue_for(study, len(done))
             suggestion = self.executor.run(cls.name, request, queue, self.settings.policy_timeout_seconds, local=local)
@@ -89,7 +95,7 @@ class PolicyRunner:
         space = study.space
         taken = self.taken(space, done, pending, failed)
         box = None if space.candidates is not None else study.fallback_box()
-        points = fallback_points(space, short, generator, box, taken)
+        points = fallback_points(space, short, generator, box, taken, study.polytope())
         return Plan(study.state_version, points, None, f"{utcnow().isoformat()} {why}")
 
     def request(
@@ -100,12 +106,20 @@ class PolicyRunner:
         pending: Sequence[Row],
         short: int,
         failed: list[int],
+        failed_points: list[list[float]] | None = None,
     ) -> SuggestRequest:
         space = study.space
         dim = space.dim
 
         def tensor(rows: list, n_cols: int) -> torch.Tensor:
             return torch.tensor(rows, dtype=torch.float64, device=self.device).reshape(-1, n_cols)
+
+        outcomes = study.outcomes
+        C = None
+        if outcomes.constraints:  # each constraint's violation at each completed point: <= 0 where it holds
+            cs = outcomes.constraints
+            C = tensor([[c.violation((r.metrics or {})[c.metric]) for c in cs] for r in done], len(cs))
+        safety = outcomes.safety.max_violation_probability if outcomes.safety is not None else None
 
         return SuggestRequest(
             dim=dim,
@@ -121,6 +135,10 @@ class PolicyRunner:
             space=SpaceStructure(dim=dim, onehot=space.onehot_blocks(), finite=space.candidates is not None),
             device=self.device,
             finite=self.finite_request(space, done, pending, failed) if space.candidates is not None else None,
+            C=C,
+            polytope=study.polytope(self.device),
+            X_failed=tensor(failed_points, dim) if failed_points is not None else None,
+            max_violation_probability=safety,
         )
 
     def finite_request(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -54,6 +55,12 @@ class Study(Base):
     policy_config: Mapped[dict] = mapped_column(JSON)
     policy_config_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # its Config.version
     user_metadata: Mapped[dict] = mapped_column(JSON)
+    # What the study measures and must respect (``domain/outcomes.py``); None: the one unnamed value
+    objectives: Mapped[list | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    constraints: Mapped[list | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    parameter_constraints: Mapped[list | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    failures: Mapped[str] = mapped_column(String(16), default="ignore", server_default="ignore")
+    safety: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     seed: Mapped[int] = mapped_column(Integer)
     # Policy state and its version: the version is bumped on every write so that a plan
     # computed from a stale snapshot is thrown away (optimistic concurrency).
@@ -85,6 +92,10 @@ class Trial(Base):
     params: Mapped[dict] = mapped_column(JSON)
     x: Mapped[list] = mapped_column(JSON)  # the point in the unit cube, as the policy saw it
     value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    metrics: Mapped[dict | None] = mapped_column(
+        JSON(none_as_null=True), nullable=True
+    )  # named values, when the study names metrics
+    feasible: Mapped[bool | None] = mapped_column(Boolean, nullable=True)  # every outcome constraint held (None: none)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     source: Mapped[str] = mapped_column(String(64))
     client_id: Mapped[str | None] = mapped_column(String(200), nullable=True)

@@ -51,6 +51,8 @@ TRIAL_COLUMNS = [
     trials.c.params,
     trials.c.x,
     trials.c.value,
+    trials.c.metrics,
+    trials.c.feasible,
     trials.c.reason,
     trials.c.source,
     trials.c.client_id,
@@ -185,6 +187,25 @@ _LOCK_TRIAL = (
 )
 
 
+_STUDY_OUTCOMES = select(
+    studies.c.id,
+    studies.c.created_at,
+    studies.c.objectives,
+    studies.c.constraints,
+    studies.c.failures,
+    studies.c.safety,
+).where(studies.c.name == bindparam("name"))
+
+
+def study_outcomes(conn: Connection, name: str) -> Row | None:
+    """What a tell needs of its study: its identity and outcome spec (``domain/outcomes.py``)."""
+    return conn.execute(_STUDY_OUTCOMES, {"name": name}).first()
+
+
+def set_trial_metrics(conn: Connection, trial_id: int, metrics: dict[str, float] | None, feasible: bool | None) -> None:
+    conn.execute(update(trials).where(trials.c.id == trial_id).values(metrics=metrics, feasible=feasible))
+
+
 def lock_trial(conn: Connection, name: str, number: int) -> Row | None:
     """The trial, locked, found by its study's name and its number, in one round trip (with its study's
     creation time, ``study_created_at``)."""
@@ -202,6 +223,8 @@ _FINISH_OPEN_TRIAL = (
     .values(
         state=bindparam("b_state"),
         value=bindparam("b_value"),
+        metrics=bindparam("b_metrics", type_=trials.c.metrics.type),
+        feasible=bindparam("b_feasible", type_=trials.c.feasible.type),
         reason=bindparam("b_reason"),
         completed_at=bindparam("b_completed_at"),
         lease_expires_at=None,
@@ -216,12 +239,25 @@ _FINISH_OPEN_TRIAL = (
         .where(studies.c.id == trials.c.study_id)
         .scalar_subquery()
         .label("study_created_at"),
+        # whether the study names its metrics: a tell of a bare value then needs the study's outcome spec
+        select(studies.c.objectives.isnot(None))
+        .where(studies.c.id == trials.c.study_id)
+        .scalar_subquery()
+        .label("study_named"),
     )
 )
 
 
 def finish_open_trial(
-    conn: Connection, name: str, number: int, state: str, value: float | None, reason: str | None, at: datetime
+    conn: Connection,
+    name: str,
+    number: int,
+    state: str,
+    value: float | None,
+    reason: str | None,
+    at: datetime,
+    metrics: dict[str, float] | None = None,
+    feasible: bool | None = None,
 ) -> Row | None:
     """Completes or fails a running (or stale) trial in one statement; None if it is not open. The row
     also says whether the study's plan holds points (``plan_holds``) and when the study was created
@@ -231,6 +267,8 @@ def finish_open_trial(
         "b_number": number,
         "b_state": state,
         "b_value": value,
+        "b_metrics": metrics,
+        "b_feasible": feasible,
         "b_reason": reason,
         "b_completed_at": at,
     }
@@ -295,20 +333,29 @@ def latest_complete(conn: Connection, study_id: int, limit: int) -> list[Row]:
 
 
 def best_trial(conn: Connection, study_id: int, direction: str) -> Row | None:
+    """The best completed trial that broke no outcome constraint (the lowest number on ties)."""
     order = trials.c.value.asc() if direction == "minimize" else trials.c.value.desc()
     return conn.execute(
         select(*TRIAL_COLUMNS)
-        .where(trials.c.study_id == study_id, trials.c.state == "complete")
+        .where(trials.c.study_id == study_id, trials.c.state == "complete", trials.c.feasible.isnot(False))
         .order_by(order, trials.c.number)
         .limit(1)
     ).first()
 
 
+def failed_points(conn: Connection, study_id: int) -> list[list[float]]:
+    """The points of the study's failed trials (where the rig faulted), by number."""
+    rows = conn.execute(
+        select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "failed").order_by(trials.c.number)
+    ).all()
+    return [list(r.x) for r in rows]
+
+
 def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Row]]:
-    """(completed (number, x, value, candidate) rows by number, pending (x, candidate) rows: running trials
-    and the plan)."""
+    """(completed (number, x, value, metrics, candidate) rows by number, pending (x, candidate) rows: running
+    trials and the plan)."""
     done = conn.execute(
-        select(trials.c.number, trials.c.x, trials.c.value, trials.c.candidate)
+        select(trials.c.number, trials.c.x, trials.c.value, trials.c.metrics, trials.c.candidate)
         .where(trials.c.study_id == study_id, trials.c.state == "complete")
         .order_by(trials.c.number)
     ).all()

@@ -16,6 +16,8 @@ from localbo.storage.models import utcnow
 from localbo.storage.repository import studies, trials
 
 RESULT_STATES = ("complete", "failed")
+# a completed trial counts for the best value unless it broke an outcome constraint (None: the study has none)
+FEASIBLE_OR_UNCONSTRAINED = trials.c.feasible.isnot(False)
 
 
 def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: datetime | None = None) -> dict[int, dict]:
@@ -35,8 +37,10 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
             func.sum(case((trials.c.state == s, 1), else_=0)).label(s)
             for s in ("running", "complete", "failed", "stale")
         ),
-        func.min(trials.c.value).label("min_value"),
-        func.max(trials.c.value).label("max_value"),
+        func.min(case((FEASIBLE_OR_UNCONSTRAINED, trials.c.value))).label("min_value"),
+        func.max(case((FEASIBLE_OR_UNCONSTRAINED, trials.c.value))).label("max_value"),
+        func.sum(case((trials.c.feasible.is_(True), 1), else_=0)).label("feasible"),
+        func.sum(case((trials.c.feasible.is_(False), 1), else_=0)).label("infeasible"),
         func.max(trials.c.created_at).label("last_created_at"),
         func.max(trials.c.completed_at).label("last_completed_at"),
         func.sum(case((trials.c.state.in_(RESULT_STATES) & (trials.c.completed_at >= hour_ago), 1), else_=0)).label(
@@ -59,7 +63,7 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
 def since_best_query(study_ids: list[int] | None = None) -> Select:
     """Per study with a completed trial: ``since_best``, the completed trials numbered after its best one
     (the best value for its direction, the lowest number on ties: as ``repository.best_trial`` picks it)."""
-    complete = trials.c.state == "complete"
+    complete = (trials.c.state == "complete") & FEASIBLE_OR_UNCONSTRAINED
     extremes = select(
         trials.c.study_id, func.min(trials.c.value).label("low"), func.max(trials.c.value).label("high")
     ).where(complete)

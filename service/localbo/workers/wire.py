@@ -15,13 +15,26 @@ from typing import Any
 
 import torch
 
-from localbo.policies import Policy, PolicyConfig, PolicyState, SpaceStructure, Suggestion, SuggestRequest, get_policy
+from localbo.policies import (
+    Policy,
+    PolicyConfig,
+    PolicyState,
+    Polytope,
+    SpaceStructure,
+    Suggestion,
+    SuggestRequest,
+    get_policy,
+)
 
 WIRE_VERSION = 2  # 1: no version field, a bare state and config
 
 
 class WireError(ValueError):
     """A message this side cannot read (a newer layout, a state or config it cannot load)."""
+
+
+def _rows(t: torch.Tensor | None) -> list | None:
+    return None if t is None else t.detach().cpu().tolist()
 
 
 def _check_version(data: dict[str, Any], what: str) -> None:
@@ -68,6 +81,13 @@ def request_to_wire(policy: str, request: SuggestRequest) -> dict[str, Any]:
             "onehot": [list(block) for block in request.space.onehot],
             "finite": request.space.finite,
         },
+        "C": _rows(request.C),  # n x m outcome constraint values, or None
+        "C_width": None if request.C is None else int(request.C.shape[1]),
+        "polytope": None
+        if request.polytope is None
+        else {k: _rows(getattr(request.polytope, k)) for k in ("A_ub", "b_ub", "A_eq", "b_eq")},
+        "X_failed": _rows(request.X_failed),
+        "max_violation_probability": request.max_violation_probability,
     }
 
 
@@ -97,6 +117,17 @@ def request_from_wire(data: dict[str, Any], device: torch.device) -> tuple[str, 
             finite=bool(space["finite"]),
         ),
         device=device,
+        C=None if data.get("C") is None else tensor(data["C"], (len(data["C"]), int(data["C_width"]))),
+        polytope=None
+        if data.get("polytope") is None
+        else Polytope(
+            A_ub=tensor(data["polytope"]["A_ub"], (-1, d)),
+            b_ub=tensor(data["polytope"]["b_ub"], (-1,)),
+            A_eq=tensor(data["polytope"]["A_eq"], (-1, d)),
+            b_eq=tensor(data["polytope"]["b_eq"], (-1,)),
+        ),
+        X_failed=None if data.get("X_failed") is None else tensor(data["X_failed"], (-1, d)),
+        max_violation_probability=data.get("max_violation_probability"),
     )
     return cls.name, request
 

@@ -1,0 +1,258 @@
+"""Constraints, the contract: named metrics, one objective, outcome and parameter constraints, failures mode and safe
+mode at creation; tells of named values; feasibility in trials, best and summaries; the 422s naming their field.
+
+Every test runs on SQLite and on the real Postgres (the ``api`` fixture).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import unique
+
+API = "/api/v1/studies"
+SPACE = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 2}}
+REACTOR = {
+    "objectives": [{"metric": "yield", "direction": "maximize"}],
+    "constraints": [{"metric": "purity", "op": ">=", "bound": 0.95}, {"metric": "t_peak", "op": "<=", "bound": 450}],
+}
+
+
+def create(api: Any, policy: str = "random", **fields: Any) -> str:
+    name = unique()
+    body = {"name": name, "space": SPACE, "policy": policy, "seed": 1} | fields
+    resp = api.post(API, json=body)
+    assert resp.status_code == 201, resp.text
+    return name
+
+
+def refused(resp: Any, field: str, *words: str) -> None:
+    assert resp.status_code == 422, resp.text
+    detail = resp.json()["detail"]
+    assert detail.startswith(f"{field}:"), detail
+    for word in words:
+        assert word in detail, detail
+
+
+def ask(api: Any, name: str, count: int = 1) -> list[dict[str, Any]]:
+    resp = api.post(f"{API}/{name}/ask", json={"count": count})
+    assert resp.status_code == 200, resp.text
+    return resp.json()["trials"]
+
+
+def test_a_study_with_metrics_stores_them_and_reports_the_best_feasible_trial(api: Any) -> None:
+    name = create(api, "turbo", **REACTOR)
+    study = api.get(f"{API}/{name}").json()
+    assert study["objectives"] == REACTOR["objectives"] and study["constraints"] == REACTOR["constraints"]
+    assert study["direction"] == "maximize" and study["failures"] == "ignore"
+    t1, t2, t3 = ask(api, name, 3)
+    told = [
+        (t1, {"yield": 0.9, "purity": 0.90, "t_peak": 400}),  # the highest yield, but impure
+        (t2, {"yield": 0.7, "purity": 0.97, "t_peak": 430}),  # feasible
+        (t3, {"yield": 0.8, "purity": 0.99, "t_peak": 470}),  # too hot
+    ]
+    for trial, values in told:
+        resp = api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"values": values})
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["values"] == values and resp.json()["value"] == values["yield"]
+    assert [api.get(f"{API}/{name}/trials/{t['number']}").json()["feasible"] for t in (t1, t2, t3)] == [
+        False,
+        True,
+        False,
+    ]
+    best = api.get(f"{API}/{name}/best").json()
+    assert best["number"] == t2["number"], "best is the best feasible trial, not the highest yield"
+    summary = api.get(f"{API}/{name}").json()["summary"]
+    assert (summary["n_feasible"], summary["n_infeasible"], summary["best_value"]) == (1, 2, 0.7)
+    # the same tell again is a no-op; other values a 409
+    same = api.post(f"{API}/{name}/trials/{t2['number']}/tell", json={"values": told[1][1]})
+    assert same.status_code == 200
+    other = api.post(f"{API}/{name}/trials/{t2['number']}/tell", json={"values": {**told[1][1], "yield": 0.1}})
+    assert other.status_code == 409
+
+
+def test_no_feasible_trial_means_no_best(api: Any) -> None:
+    name = create(api, "turbo", **REACTOR)
+    (trial,) = ask(api, name)
+    api.post(f"{API}/{name}/trials/1/tell", json={"values": {"yield": 1.0, "purity": 0.5, "t_peak": 300}})
+    assert trial["number"] == 1 and api.get(f"{API}/{name}/best").json() is None
+    assert api.get(f"{API}/{name}").json()["summary"]["best_value"] is None
+
+
+def test_a_tell_must_carry_every_metric_and_only_the_study_s(api: Any) -> None:
+    name = create(api, "turbo", **REACTOR)
+    ask(api, name)
+    tell = f"{API}/{name}/trials/1/tell"
+    refused(api.post(tell, json={"values": {"yield": 0.5, "purity": 0.99}}), "values.t_peak", "finite number")
+    refused(api.post(tell, json={"values": {"yield": 0.5, "purity": 0.99, "t_peak": 1, "ph": 7}}), "values.ph")
+    refused(api.post(tell, json={"value": 0.5}), "values", "yield", "purity", "t_peak")
+    refused(api.post(tell, json={"state": "failed", "values": {"yield": 1}}), "values", "failed")
+    assert api.get(f"{API}/{name}/trials/1").json()["state"] == "running", "nothing stored by a refused tell"
+    assert api.post(tell, json={"state": "failed", "reason": "tripped"}).json()["values"] is None
+
+
+def test_a_study_without_metrics_keeps_the_unnamed_value(api: Any) -> None:
+    name = create(api)
+    ask(api, name)
+    refused(api.post(f"{API}/{name}/trials/1/tell", json={"values": {"yield": 1.0}}), "values", "no metrics")
+    told = api.post(f"{API}/{name}/trials/1/tell", json={"value": 1.5}).json()
+    assert (told["value"], told["values"], told["feasible"]) == (1.5, None, None)
+    study = api.get(f"{API}/{name}").json()
+    assert study["objectives"] is None and study["constraints"] is None and study["summary"]["best_value"] == 1.5
+
+
+def test_a_single_named_objective_takes_a_bare_value_too(api: Any) -> None:
+    name = create(api, objectives=[{"metric": "yield", "direction": "maximize"}])
+    ask(api, name, 2)
+    assert api.post(f"{API}/{name}/trials/1/tell", json={"value": 0.3}).json()["values"] == {"yield": 0.3}
+    assert api.post(f"{API}/{name}/trials/2/tell", json={"values": {"yield": 0.6}}).json()["value"] == 0.6
+    assert api.get(f"{API}/{name}/best").json()["number"] == 2
+
+
+def test_external_trials_carry_metrics(api: Any) -> None:
+    name = create(api, "turbo", **REACTOR)
+    values = {"yield": 0.5, "purity": 0.96, "t_peak": 420}
+    resp = api.post(f"{API}/{name}/trials", json={"params": {"a": 0.5, "b": 1.0}, "values": values})
+    assert resp.status_code == 201 and resp.json()["feasible"] is True and resp.json()["values"] == values
+    refused(api.post(f"{API}/{name}/trials", json={"params": {"a": 0.5, "b": 1.0}, "value": 0.5}), "values")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"constraints": [{"metric": "p", "op": ">=", "bound": 1}]}, "objectives", ("named objective",)),
+        (
+            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "y", "op": "<=", "bound": 1}]},
+            "constraints.0.metric",
+            ("objective",),
+        ),
+        (
+            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "=", "bound": 1}]},
+            "constraints.0.op",
+            (),
+        ),
+        ({"objectives": [{"metric": "y"}, {"metric": "z"}]}, "objectives", ("one objective",)),
+        ({"failures": "maybe"}, "failures", ()),
+        ({"safety": {"max_violation_probability": 0.05}}, "safety", ()),
+    ],
+)
+def test_outcome_specs_that_cannot_be_served_are_refused(api: Any, fields: dict, field: str, words: tuple) -> None:
+    name = unique()
+    resp = api.post(API, json={"name": name, "space": SPACE, "policy": "turbo"} | fields)
+    refused(resp, field, *words)
+    assert api.get(f"{API}/{name}").status_code == 404
+
+
+def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can(api: Any) -> None:
+    resp = api.post(API, json={"name": unique(), "space": SPACE, "policy": "minucb"} | REACTOR)
+    refused(resp, "constraints", "minucb", "turbo")
+    avoid = api.post(API, json={"name": unique(), "space": SPACE, "policy": "minucb", "failures": "avoid"})
+    refused(avoid, "failures", "minucb")
+
+
+@pytest.mark.parametrize(
+    ("constraints", "field", "words"),
+    [
+        ([{"terms": {"zz": 1}, "op": "<=", "bound": 1}], "parameter_constraints.0.terms.zz", ("not a parameter",)),
+        ([{"terms": {"a": 0}, "op": "<=", "bound": 1}], "parameter_constraints.0.terms.a", ("zero",)),
+        ([{"terms": {"a": 1}, "op": "<=", "bound": -1}], "parameter_constraints", ("no point",)),
+        (
+            [{"terms": {"a": 1, "b": 1}, "op": "==", "bound": 1}, {"terms": {"a": 1, "b": 1}, "op": "==", "bound": 1}],
+            "parameter_constraints.1",
+            ("same constraint",),
+        ),
+        (
+            [{"terms": {"a": 1}, "op": ">=", "bound": 0.8}, {"terms": {"a": 1}, "op": "<=", "bound": 0.5}],
+            "parameter_constraints",
+            ("no point",),
+        ),
+        ([{"terms": {"a": 1}, "op": "<", "bound": 1}], "parameter_constraints.0.op", ()),
+    ],
+)
+def test_parameter_constraints_that_cannot_hold_are_refused(
+    api: Any, constraints: list, field: str, words: tuple
+) -> None:
+    name = unique()
+    resp = api.post(API, json={"name": name, "space": SPACE, "policy": "random", "parameter_constraints": constraints})
+    refused(resp, field, *words)
+    assert api.get(f"{API}/{name}").status_code == 404
+
+
+def test_parameter_constraints_on_categorical_integer_and_log_parameters_are_refused(api: Any) -> None:
+    space = {
+        **SPACE,
+        "n": {"type": "int", "low": 1, "high": 5},
+        "lr": {"type": "float", "low": 1e-4, "high": 1, "log": True},
+        "opt": {"type": "categorical", "choices": ["sgd", "adam"]},
+    }
+    for param, kind in (("n", "int"), ("lr", "log-scaled"), ("opt", "categorical")):
+        body = {"name": unique(), "space": space, "policy": "random"}
+        body["parameter_constraints"] = [{"terms": {"a": 1, param: 1}, "op": "<=", "bound": 2}]
+        refused(api.post(API, json=body), f"parameter_constraints.0.terms.{param}", kind)
+
+
+MIXTURE = {
+    "a": {"type": "float", "low": 0, "high": 1},
+    "b": {"type": "float", "low": 0, "high": 1},
+    "c": {"type": "float", "low": 0, "high": 1},
+    "t": {"type": "float", "low": 300, "high": 500},
+}
+RULES = [
+    {"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1},  # fractions of a mixture
+    {"terms": {"a": 2, "t": 0.01}, "op": "<=", "bound": 5},  # hot runs take less of a
+]
+
+
+def holds(params: dict[str, float], rules: list[dict[str, Any]]) -> bool:
+    for rule in rules:
+        lhs = sum(coef * params[name] for name, coef in rule["terms"].items())
+        gap = {"==": abs(lhs - rule["bound"]), "<=": lhs - rule["bound"], ">=": rule["bound"] - lhs}[rule["op"]]
+        if gap > 1e-9:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("policy", ["random", "sobol", "turbo"])
+def test_every_point_handed_out_satisfies_the_parameter_constraints(api: Any, policy: str) -> None:
+    name = unique()
+    body = {"name": name, "space": MIXTURE, "policy": policy, "seed": 5, "parameter_constraints": RULES}
+    assert api.post(API, json=body).status_code == 201
+    assert api.get(f"{API}/{name}").json()["parameter_constraints"] == RULES
+    for _ in range(3):
+        trials = ask(api, name, 4)
+        assert all(holds(t["params"], RULES) for t in trials), [t["params"] for t in trials]
+        for t in trials:
+            value = (t["params"]["a"] - 0.2) ** 2 + t["params"]["t"] / 1000
+            api.post(f"{API}/{name}/trials/{t['number']}/tell", json={"value": value})
+    assert api.get(f"{API}/{name}").json()["summary"]["n_fallback"] == 0
+
+
+def test_a_fallback_point_satisfies_the_parameter_constraints(api: Any) -> None:
+    """A policy that fails gets fallback points: inside the constraints too."""
+    from localbo.storage.models import Study
+    from sqlalchemy import update
+
+    name = unique()
+    body = {"name": name, "space": MIXTURE, "policy": "random", "seed": 6, "parameter_constraints": RULES}
+    assert api.post(API, json=body).status_code == 201
+    with api.app.state.service.db.begin() as conn:  # a config this release cannot load: every plan falls back
+        conn.execute(update(Study).where(Study.name == name).values(policy_config_version=99))
+    trials = ask(api, name, 6)
+    assert {t["source"] for t in trials} == {"fallback"}
+    assert all(holds(t["params"], RULES) for t in trials), [t["params"] for t in trials]
+
+
+def test_turbo_serves_outcome_constraints_through_the_api(api: Any) -> None:
+    """SCBO end to end: constraint values from the tells reach the policy; its points are the policy's."""
+    name = create(api, "turbo", **REACTOR)
+    for _ in range(4):
+        for t in ask(api, name, 3):
+            a, b = t["params"]["a"], t["params"]["b"]
+            values = {"yield": 1 - (a - 0.3) ** 2 - (b - 1) ** 2, "purity": 1 - 0.1 * a, "t_peak": 400 + 40 * b}
+            assert api.post(f"{API}/{name}/trials/{t['number']}/tell", json={"values": values}).status_code == 200
+    study = api.get(f"{API}/{name}").json()
+    assert study["summary"]["n_fallback"] == 0 and study["last_policy_error"] is None, study["last_policy_error"]
+    assert study["summary"]["n_feasible"] + study["summary"]["n_infeasible"] == 12
+    csv = api.get(f"{API}/{name}/export", params={"format": "csv"}).text.splitlines()
+    assert csv[0].startswith("number,state,value,values.yield,values.purity,values.t_peak,feasible,a,b")
