@@ -104,6 +104,7 @@ class Row:
     stuck: int
     client_errors: int
     server_5xx: int  # responses >= 500 the clients saw (and retried)
+    fallback: int  # points handed out as fallback points (the policy failed, or an ask's wait ran out)
     slowest_ask_s: float
     slowest_tell_s: float
     recovery_s: float | None  # worker-kill: kill -> policy back; redis-outage: Redis back -> a worker computes
@@ -388,6 +389,7 @@ def row_from(
         cycles=len(load.confirmed),
         client_errors=len(load.errors),
         server_5xx=sum(load.status_5xx.values()),
+        fallback=sum(1 for h in load.handed if h[4] == "fallback"),
         slowest_ask_s=round(load.slowest["ask"], 1),
         slowest_tell_s=round(load.slowest["tell"], 1),
         recovery_s=extra.pop("recovery_s", None),
@@ -609,14 +611,16 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
         "worker and Redis process of the row.",
         "",
         "| scenario | backend | faults | cycles | lost | duplicated | stuck | client errors | 5xx seen "
-        "| slowest ask s | slowest tell s | recovery s | wall s | service CPU s | client CPU s | ok |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| fallback points | slowest ask s | slowest tell s | recovery s | wall s | service CPU s | client CPU s "
+        "| ok |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for r in rows:
         recovery = "" if r.recovery_s is None else f"{r.recovery_s:.1f}"
         lines.append(
             f"| {r.scenario} | {r.backend} | {r.faults} | {r.cycles} | {r.lost} | {r.duplicated} | {r.stuck} | "
-            f"{r.client_errors} | {r.server_5xx} | {r.slowest_ask_s:.1f} | {r.slowest_tell_s:.1f} | {recovery} | "
+            f"{r.client_errors} | {r.server_5xx} | {r.fallback} | {r.slowest_ask_s:.1f} | {r.slowest_tell_s:.1f} | "
+            f"{recovery} | "
             f" {r.wall_s:.1f} | {r.service_cpu_s:.1f} | "
             f"{r.client_cpu_s:.1f} | {'yes' if r.ok else 'NO'} |"
         )

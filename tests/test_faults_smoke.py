@@ -30,6 +30,7 @@ def test_smoke_run_loses_nothing_and_recovers_from_each_fault(tmp_path: Path, re
         assert row["cycles"] > 0 and row["ok"], row
         assert row["service_cpu_s"] > 0 and row["wall_s"] > 0
     assert rows["worker-kill"]["recovery_s"] <= 60, "the policy is back within 60 s of the kill"
+    assert rows["worker-kill"]["fallback"] == 0, "asks that wait for the policy get no fallback point"
     assert rows["redis-outage"]["recovery_s"] is not None, "a worker computes again once Redis is back"
     assert data["meta"]["smoke"] is True
     assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
