@@ -363,3 +363,45 @@ def test_worker_messages_carry_constraints_and_parameter_constraints() -> None:
     assert back.polytope.A_eq.shape == (0, 2) and back.max_violation_probability == 0.05 and back.X_failed is None
     none = request_from_wire(json.loads(json.dumps(request_to_wire("minucb", _request()))), torch.device("cpu"))[1]
     assert none.C is None and none.polytope is None
+
+
+def test_leases_and_claims_use_the_database_clock_not_a_skewed_host_s(pg_url: str, monkeypatch: Any) -> None:
+    """Two hosts whose clocks differ by an hour still agree on leases and claims: both read Postgres's clock."""
+    from datetime import datetime, timedelta
+
+    import localbo.asking
+    import localbo.storage.db
+    import localbo.storage.models
+    from conftest import make_settings
+    from local_service import LocalService
+    from localbo.planning.claims import Claims
+
+    service = LocalService(make_settings(pg_url, suggest_ahead=False, lease_seconds=600))
+    try:
+        name = unique()
+        service.create_study(name, "minimize", SPACE, "sobol", seed=1)
+        skewed = lambda: datetime.now(localbo.storage.models.UTC) + timedelta(hours=1)  # noqa: E731
+        monkeypatch.setattr(localbo.asking, "utcnow", skewed)  # this host runs an hour ahead
+        (trial,) = service.ask(name)["trials"]
+        lease = datetime.fromisoformat(trial["lease_expires_at"])
+        true_now = datetime.now(localbo.storage.models.UTC)
+        assert abs((lease - true_now).total_seconds() - 600) < 120, "the lease came from the host's skewed clock"
+        # a claim another host took is live for this one, whatever this host's clock says
+        claims = Claims(service.db, service.write)
+        study_id = service.study_id(name)
+        assert claims.take(study_id, "other-host")
+        monkeypatch.setattr(localbo.storage.db, "datetime", _SkewedDatetime)
+        status = claims.peek(study_id)
+        assert status is not None and status.claimed
+    finally:
+        service.close(wait=True)
+
+
+class _SkewedDatetime:
+    """``datetime`` as a host an hour ahead sees it (``storage.db`` reads only ``now``)."""
+
+    @staticmethod
+    def now(tz: Any = None) -> Any:
+        from datetime import datetime, timedelta
+
+        return datetime.now(tz) + timedelta(hours=1)

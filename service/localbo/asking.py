@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -83,7 +83,8 @@ class Asking:
     def __init__(self, settings: Settings, write: Engine, tx: Transactions, spaces: Spaces, planner: Planner) -> None:
         self.settings, self.write, self.tx, self.spaces, self.planner = settings, write, tx, spaces, planner
         self._expiry_checked: dict[int, float] = {}  # study id -> when its leases were last swept
-        self._recheck_keys = write.dialect.name != "sqlite"  # see idempotency.replay
+        self._sqlite = write.dialect.name == "sqlite"
+        self._recheck_keys = not self._sqlite  # see idempotency.replay
         # study id -> points the asks of this process waiting on it need in all (touched on the event loop only)
         self.waiting: dict[int, int] = {}
 
@@ -203,7 +204,9 @@ class Asking:
     ) -> tuple[dict, list[str]]:
         """Hand out ``count`` trials inside the caller's transaction, and the sources of the new ones;
         raises _PlanShort if the plan is short."""
-        now = utcnow()
+        # the database's clock on Postgres (hosts' clocks may differ; every API process compares leases with it),
+        # this host's on SQLite (every process using the file runs here, and SQLite's clock has whole seconds)
+        now = utcnow() if self._sqlite else study.db_now.astimezone(UTC)
         space = self.spaces.of(conn, study)
         finite = space.candidates
         trial_count = study.trial_count

@@ -26,6 +26,7 @@ from localbo.planning.planner import Planner
 from localbo.space import SpaceError
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
+from localbo.storage.db import db_now
 from localbo.storage.models import utcnow
 from localbo.studies import get_row
 
@@ -146,7 +147,7 @@ class Telling:
         """Extend a running trial's lease; a lease that already ran out stays expired (409), whatever the traffic."""
         with self.write.begin() as conn:
             trial = locked_trial(conn, name, number)
-            now = utcnow()
+            now = db_now(conn)  # leases in the database's time, as asks set them
             # every heartbeat sweeps the study's expired leases (one statement): expired is expired,
             # whatever the traffic, and their points are offered again at once
             expired = trial.number in sweep_expired(conn, trial.study_id, now)

@@ -97,6 +97,7 @@ _STUDY_FOR_ASK = (
         studies.c.trial_count,
         studies.c.created_at,
         _CLIENT_RUNNING.label("client_running"),
+        func.now().label("db_now"),  # leases are set and compared in the database's time, not a host's
         idempotency.c.request_hash.label("idem_hash"),
         idempotency.c.response.label("idem_response"),
     )
