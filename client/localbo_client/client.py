@@ -12,15 +12,24 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, overload
 
 import httpx
 
 from localbo_client import optimizing
 from localbo_client.errors import LocalboError, error_for
+from localbo_client.outcomes import (
+    Failures,
+    Objective,
+    OutcomeConstraint,
+    ParameterConstraint,
+    Result,
+    Safety,
+    result_body,
+)
 from localbo_client.retrying import MAYBE_SENT, NOT_SENT, RetryPolicy, hinted_wait
-from localbo_client.trial import REASON_CHARS, Trial, finite
+from localbo_client.trial import REASON_CHARS, Trial
 
 __all__ = ["POLICY_WAIT_SECONDS", "Client", "Study", "Trial"]
 
@@ -125,8 +134,44 @@ class Client:
         seed: int | None = None,
         *,
         load_if_exists: bool = False,
+        objectives: Sequence[Objective] | None = None,
+        constraints: Sequence[OutcomeConstraint] | None = None,
+        parameter_constraints: Sequence[ParameterConstraint] | None = None,
+        failures: Failures | None = None,
+        safety: Safety | None = None,
     ) -> Study:
-        body = {
+        """Create a study; ``load_if_exists``: get the study of that name if there is one (a 409 otherwise).
+
+        ``space``: ``{name: {"type": "float" | "int", "low", "high", "log"?} | {"type": "categorical", "choices"}}``
+        or a finite space (``finite_space``). ``direction`` is the way of the one unnamed value.
+
+        What a lab measures and must respect (each optional, and sent only when given, so an older server takes
+        every call that names none of them), as for a reactor whose yield must keep its purity and whose three
+        fractions make a whole:
+
+            study = client.create_study(
+                "reactor",
+                space={n: {"type": "float", "low": 0.0, "high": 1.0} for n in "abc"},
+                policy="turbo",
+                objectives=[{"metric": "yield", "direction": "maximize"}],
+                constraints=[{"metric": "purity", "op": ">=", "bound": 0.95}],
+                parameter_constraints=[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}],
+            )
+
+        - ``objectives``: one named metric to optimise, ``[{"metric": "yield", "direction": "maximize"}]``;
+          tells then carry named values (``study.tell(trial, {"yield": 0.81, ...})``) and the objective's
+          direction is the study's.
+        - ``constraints``: outcome constraints, ``[{"metric": "purity", "op": ">=", "bound": 0.95}]``: every tell
+          carries each metric, a trial is feasible when all hold, and ``study.best`` is the best feasible trial.
+          Served by the ``turbo`` (SCBO), ``ei`` and ``ucb`` policies; the server refuses others with a
+          ``BadRequest`` naming the policies that serve them.
+        - ``parameter_constraints``: linear, over float parameters in the space's units,
+          ``[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}]``; every point handed out satisfies
+          them. Served by ``random``, ``sobol``, ``turbo`` and the global policies.
+        - ``failures`` (``"ignore"`` | ``"avoid"``) and ``safety`` (safe mode): part of the contract, but no
+          policy serves them yet; the server refuses such a study with a ``BadRequest`` naming the field.
+        """
+        body: dict[str, Any] = {
             "name": name,
             "space": space,
             "direction": direction,
@@ -135,6 +180,16 @@ class Client:
             "metadata": metadata,
             "seed": seed,
         }
+        if objectives is not None:
+            body["objectives"] = [dict(o) for o in objectives]
+        if constraints is not None:
+            body["constraints"] = [dict(c) for c in constraints]
+        if parameter_constraints is not None:
+            body["parameter_constraints"] = [{**p, "terms": dict(p["terms"])} for p in parameter_constraints]
+        if failures is not None:
+            body["failures"] = failures
+        if safety is not None:
+            body["safety"] = dict(safety)
         try:
             data = self.request("POST", "/api/v1/studies", json=body)
         except LocalboError as exc:
@@ -202,10 +257,19 @@ class Study:
         trials = self._hand_out(data["trials"])
         return trials[0] if count == 1 else trials
 
-    def tell(self, trial: Trial | int, value: float) -> Trial:
-        """Complete ``trial`` (a ``Trial`` or its number) with ``value``; returns the trial as the server left it."""
+    def tell(self, trial: Trial | int, value: Result) -> Trial:
+        """Complete ``trial`` (a ``Trial`` or its number) with ``value``; returns the trial as the server left it.
+
+        ``value``: a number, or a mapping of named values for a study that names metrics (every metric it names:
+        its objective and each outcome constraint's). A number for such a study is its objective's value, which
+        the server takes only when the study has no outcome constraints.
+
+            study.tell(trial, 0.42)
+            told = study.tell(trial, {"yield": 0.81, "purity": 0.97})
+            told.values, told.feasible          # ({"yield": 0.81, "purity": 0.97}, True)
+        """
         number, known = self._known(trial)
-        body = self._with_token({"value": finite(value)}, known)
+        body = self._with_token(result_body(value), known)
         data = self.client.request("POST", f"{self._path}/trials/{number}/tell", json=body, idempotent=True)
         return self._learn(trial, known, data)
 
@@ -220,7 +284,7 @@ class Study:
     def tell_and_ask(
         self,
         trial: Trial | int,
-        value: float | None = None,
+        value: Result | None = None,
         *,
         reason: str | None = None,
         count: Literal[1] = 1,
@@ -232,7 +296,7 @@ class Study:
     def tell_and_ask(
         self,
         trial: Trial | int,
-        value: float | None = None,
+        value: Result | None = None,
         *,
         reason: str | None = None,
         count: int,
@@ -243,7 +307,7 @@ class Study:
     def tell_and_ask(
         self,
         trial: Trial | int,
-        value: float | None = None,
+        value: Result | None = None,
         *,
         reason: str | None = None,
         count: int = 1,
@@ -252,11 +316,17 @@ class Study:
     ) -> Trial | list[Trial]:
         """Tell ``trial`` its ``value`` (or fail it with ``reason``) and ask for the next ``count`` trials, in one
         round trip; returns the next ``Trial`` (count=1) or a list, and updates ``trial``. A retried call
-        stores the result once and returns the same next trials (one Idempotency-Key for both halves)."""
+        stores the result once and returns the same next trials (one Idempotency-Key for both halves).
+        ``value`` is a number or a mapping of named values, as in ``tell``.
+
+            trial = study.ask()
+            while ...:
+                trial = study.tell_and_ask(trial, {"yield": measure(trial.params), "purity": purity()})
+        """
         if (value is None) == (reason is None):
             raise ValueError("tell_and_ask: give a value, or a reason to fail the trial, not both")
         number, known = self._known(trial)
-        tell = {"value": finite(value)} if value is not None else {"state": "failed", "reason": reason}
+        tell = result_body(value) if value is not None else {"state": "failed", "reason": reason}
         ask: dict[str, Any] = {"count": count, "client_id": client_id}
         timeout = None
         if wait_seconds is not None:
@@ -279,10 +349,14 @@ class Study:
         data = self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
         return self._learn(trial, known, data)
 
-    def add_trial(self, params: dict[str, Any], value: float) -> Trial:
-        """Record an evaluation made elsewhere (warm start)."""
+    def add_trial(self, params: dict[str, Any], value: Result) -> Trial:
+        """Record an evaluation made elsewhere (warm start): its ``params`` and its result, ``value`` a number or
+        named values, as in ``tell``.
+
+            study.add_trial({"a": 0.2, "b": 0.3, "c": 0.5}, {"yield": 0.64, "purity": 0.96})
+        """
         data = self.client.request(
-            "POST", f"{self._path}/trials", json={"params": params, "value": finite(value)}, idempotent=True
+            "POST", f"{self._path}/trials", json={"params": params, **result_body(value)}, idempotent=True
         )
         return Trial.from_json(data, self)
 
@@ -300,6 +374,7 @@ class Study:
 
     @property
     def best(self) -> Trial | None:
+        """The best trial: the best *feasible* one in a study with outcome constraints (None until one is)."""
         data = self.client.request("GET", f"{self._path}/best")
         return Trial.from_json(data, self) if data else None
 
@@ -308,13 +383,16 @@ class Study:
 
     def optimize(
         self,
-        fn: Callable[[dict[str, Any]], float],
+        fn: Callable[[dict[str, Any]], Result],
         n_trials: int,
         n_workers: int = 1,
         catch: tuple[type[BaseException], ...] = (),
         wait_seconds: float | None = POLICY_WAIT_SECONDS,
     ) -> None:
-        """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads.
+        """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads. ``fn`` returns a
+        number, or a mapping of named values for a study that names metrics (as ``tell`` takes them):
+
+            study.optimize(lambda p: {"yield": run(p), "purity": assay(p)}, n_trials=40)
 
         Each ask waits for the policy (``wait_seconds``, 15 minutes by default, cut to the server's
         LOCALBO_ASK_WAIT_MAX_SECONDS) rather than take fallback points; None: the server's default wait.
@@ -386,6 +464,7 @@ class Study:
             targets.append(handed)
         for target in targets:
             target.state, target.value, target.reason = fresh.state, fresh.value, fresh.reason
+            target.values, target.feasible = fresh.values, fresh.feasible
             target.lease_expires_at = fresh.lease_expires_at
         return known or fresh
 

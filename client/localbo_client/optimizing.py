@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from localbo_client.errors import LocalboError
-from localbo_client.trial import REASON_CHARS, SETTLED, Trial, TrialOwner, finite
+from localbo_client.outcomes import Result, result_body
+from localbo_client.trial import REASON_CHARS, SETTLED, Trial, TrialOwner
 
 
 class Optimized(TrialOwner, Protocol):
@@ -20,7 +21,7 @@ class Optimized(TrialOwner, Protocol):
     def tell_and_ask(
         self,
         trial: Trial | int,
-        value: float | None = None,
+        value: Result | None = None,
         *,
         reason: str | None = None,
         count: Literal[1] = 1,
@@ -31,7 +32,7 @@ class Optimized(TrialOwner, Protocol):
 
 def optimize(
     study: Optimized,
-    fn: Callable[[dict[str, Any]], float],
+    fn: Callable[[dict[str, Any]], Result],
     n_trials: int,
     n_workers: int,
     catch: tuple[type[BaseException], ...],
@@ -58,10 +59,10 @@ def optimize(
     def evaluate(trial: Trial, client_id: str) -> Trial | None:
         """Evaluate and tell one trial, asking for the next in the same round trip while the budget lasts:
         the next trial, or None when the budget is spent or the workers must stop."""
-        value: float | None = None
+        value: Result | None = None
         reason: str | None = None
         try:
-            value = finite(fn(trial.params))
+            value = checked(fn(trial.params))
         except catch as exc:
             reason = f"{type(exc).__name__}: {exc}"[:REASON_CHARS]
         except BaseException as exc:
@@ -74,7 +75,7 @@ def optimize(
             if reason is not None:
                 study.fail(trial, reason)
             else:
-                assert value is not None  # no reason: fn returned a finite value
+                assert value is not None  # no reason: fn returned a finite value (or values)
                 study.tell(trial, value)
             return None
         except BaseException as exc:
@@ -126,3 +127,10 @@ def optimize(
         raise
     if errors:
         raise errors[0]
+
+
+def checked(result: Result) -> Result:
+    """``fn``'s result as a tell sends it: a finite number, or a mapping of finite named values (a ``ValueError``
+    otherwise, raised where the objective's own errors are, so it fails the trial the same way)."""
+    body = result_body(result)
+    return body["values"] if "values" in body else body["value"]

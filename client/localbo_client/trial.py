@@ -5,10 +5,13 @@ This module imports neither of them: a trial reaches its study through ``TrialOw
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
+
+from localbo_client.outcomes import Result, finite
+
+__all__ = ["REASON_CHARS", "SETTLED", "Trial", "TrialOwner", "finite"]
 
 REASON_CHARS = 1000  # an exception's text can be long; a failed trial's reason only needs to say what happened
 # Answers to a tell after which failing the trial is futile: it is gone, settled already, or not ours to change.
@@ -18,7 +21,7 @@ SETTLED = frozenset({401, 403, 404, 409})
 class TrialOwner(Protocol):
     """What a trial asks of the study it came from (``Study`` is one)."""
 
-    def tell(self, trial: Trial | int, value: float) -> Trial: ...
+    def tell(self, trial: Trial | int, value: Result) -> Trial: ...
 
     def fail(self, trial: Trial | int, reason: str = "") -> Trial: ...
 
@@ -31,7 +34,16 @@ class Trial:
 
     ``token`` names the instance of the study the trial belongs to (a study deleted and created again under the
     same name is another instance); each tell of the trial sends it, so the server refuses a tell meant for a
-    study that is gone rather than store it in its namesake. None from a server that sends no token."""
+    study that is gone rather than store it in its namesake. None from a server that sends no token.
+
+    A study that names metrics fills ``values`` (every metric, ``{"yield": 0.81, "purity": 0.97}``) and, with
+    outcome constraints, ``feasible`` (whether every one held); ``value`` is then the objective's. Both stay
+    None for a study without metrics, and until the trial is complete.
+
+        with study.ask() as trial:
+            trial.tell({"yield": 0.81, "purity": 0.97})
+        trial.values, trial.feasible        # ({"yield": 0.81, "purity": 0.97}, True)
+    """
 
     number: int
     params: dict[str, Any]
@@ -43,6 +55,8 @@ class Trial:
     candidate: str | None = None  # finite spaces: the id of the candidate
     study: TrialOwner | None = field(default=None, repr=False, compare=False)
     token: str | None = None
+    values: dict[str, float] | None = None  # every named metric, when the study names them
+    feasible: bool | None = None  # whether every outcome constraint held; None: no constraints, or no result yet
 
     @classmethod
     def from_json(cls, data: dict[str, Any], study: TrialOwner | None = None) -> Trial:
@@ -58,9 +72,12 @@ class Trial:
             candidate=data.get("candidate"),
             study=study,
             token=data.get("token"),
+            values=data.get("values"),
+            feasible=data.get("feasible"),
         )
 
-    def tell(self, value: float) -> Trial:
+    def tell(self, value: Result) -> Trial:
+        """Complete this trial: a number, or ``{metric: number}`` for a study that names metrics."""
         assert self.study is not None, "this trial is not bound to a study"
         return self.study.tell(self, value)
 
@@ -81,11 +98,3 @@ class Trial:
             self.study.abandon(self, f"{exc_type.__name__}: {exc}", exc)
         else:
             self.fail("the with-block ended without a tell")
-
-
-def finite(value: float) -> float:
-    """JSON has no NaN or infinity; say so here rather than fail inside the encoder."""
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"value: expected a finite number, got {value}")
-    return value
