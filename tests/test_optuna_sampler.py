@@ -3,6 +3,7 @@ real Optuna and a real server process."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -159,3 +160,108 @@ def test_a_space_localbo_cannot_mirror_is_refused_by_name() -> None:
         LocalBOSampler("http://127.0.0.1:1", space={"lr": FloatDistribution(0.0, 1.0, step=0.1)})
     sampler = LocalBOSampler("http://127.0.0.1:1", space={"c": CategoricalDistribution([1, "two", None])})
     assert sampler.space == {"c": {"type": "categorical", "choices": [1, "two", None]}}
+
+
+# -- constraints_func: Optuna's constraints as localbo outcome constraints ------------------------------------------
+def disc(trial: optuna.Trial) -> float:
+    """The minimum of (x - 0.8)^2 + (y - 0.8)^2 over x + y <= 1: 0.18, at (0.5, 0.5)."""
+    x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
+    return (x - 0.8) ** 2 + (y - 0.8) ** 2
+
+
+def over_the_line(trial: optuna.trial.FrozenTrial) -> list[float]:
+    return [trial.params["x"] + trial.params["y"] - 1.0]  # feasible when <= 0
+
+
+PLANE = {n: FloatDistribution(0.0, 1.0) for n in "xy"}
+
+
+def test_constraints_func_becomes_localbo_outcome_constraints(server: ServerProcess) -> None:
+    """The localbo study names the objective and c0 (<= 0); each tell carries the objective and the constraint
+    value Optuna stored for the trial; the best feasible trial is found, the same on both sides. Without
+    ``n_constraints`` the sampler learns the count from the first trial, which it tells as an external one."""
+    name = unique("constrained")
+    study = optuna.create_study(
+        sampler=LocalBOSampler(server.url, space=PLANE, seed=2, study_name=name, constraints_func=over_the_line)
+    )
+    study.optimize(disc, n_trials=16)
+    remote = Client(server.url).get_study(name)
+    assert remote.info["policy"] == "turbo", "turbo (SCBO) is the default policy with constraints"
+    assert remote.info["objectives"] == [{"metric": "objective", "direction": "minimize"}]
+    assert remote.info["constraints"] == [{"metric": "c0", "op": "<=", "bound": 0.0}]
+    told = {t.number: t for t in remote.trials()}
+    assert len(told) == 16 and all(t.state == "complete" for t in told.values())
+    assert told[1].source == "external" and {t.source for t in list(told.values())[1:]} == {"turbo"}
+    by_optuna = {t.number: told[t.system_attrs.get(NUMBER_ATTR, 1)] for t in study.trials}  # 0: the external 1
+    for t in study.trials:
+        (stored,) = t.system_attrs["constraints"]  # what Optuna kept from constraints_func
+        assert [stored] == over_the_line(t)
+        mirror = by_optuna[t.number]
+        assert mirror.params == t.params and mirror.values == {"objective": t.value, "c0": stored}
+        assert mirror.feasible is (stored <= 0)
+    best = remote.best
+    assert best is not None and best.feasible and best.values is not None
+    assert by_optuna[study.best_trial.number].number == best.number, "Optuna's best trial is localbo's best"
+    assert best.value == study.best_value < 0.2, best  # 0.18 at the optimum on the line
+
+
+def test_constraints_func_with_its_count_given_uses_the_policy_from_the_first_trial(server: ServerProcess) -> None:
+    name = unique("counted")
+
+    def two(trial: optuna.trial.FrozenTrial) -> list[float]:
+        return [*over_the_line(trial), 0.3 - trial.params["x"]]  # and x >= 0.3
+
+    sampler = LocalBOSampler(
+        server.url, "ucb", space=PLANE, seed=3, study_name=name, constraints_func=two, n_constraints=2
+    )
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.optimize(lambda t: -disc(t), n_trials=3)
+    remote = Client(server.url).get_study(name)
+    assert remote.info["objectives"] == [{"metric": "objective", "direction": "maximize"}]
+    assert [c["metric"] for c in remote.info["constraints"]] == ["c0", "c1"]
+    trials = remote.trials()
+    assert [t.source for t in trials] == ["ucb"] * 3, "the policy's points from the first trial"
+    assert all(set(t.values or {}) == {"objective", "c0", "c1"} for t in trials)
+
+
+def test_constraints_func_needs_a_policy_that_serves_constraints(server: ServerProcess) -> None:
+    sampler = LocalBOSampler(server.url, "minucb", space=PLANE, study_name=unique("minucb"),
+                             constraints_func=over_the_line, n_constraints=1)  # fmt: skip
+    study = optuna.create_study(sampler=sampler)
+    with pytest.raises(ValueError, match=r"constraints_func needs a policy that serves outcome constraints \(turbo"):
+        study.optimize(disc, n_trials=1)
+    with pytest.raises(ValueError, match="n_constraints"):
+        LocalBOSampler(server.url, space=PLANE, n_constraints=1)
+
+
+def test_a_constraint_localbo_cannot_store_fails_the_trial_and_a_raising_one_too(server: ServerProcess) -> None:
+    """An infinite constraint value (Optuna keeps it; JSON has no infinity) fails the localbo trial, saying why,
+    and the run goes on; a ``constraints_func`` that raises fails it too, and the error reaches the caller."""
+    name = unique("unstorable")
+
+    def odd(trial: optuna.trial.FrozenTrial) -> list[float]:
+        if trial.number == 1:
+            raise RuntimeError("the assay broke")
+        return [math.inf] if trial.number == 0 else over_the_line(trial)
+
+    study = optuna.create_study(
+        sampler=LocalBOSampler(server.url, space=PLANE, study_name=name, constraints_func=odd, n_constraints=1)
+    )
+    with pytest.raises(RuntimeError, match="the assay broke"):
+        study.optimize(disc, n_trials=3)
+    first, second = Client(server.url).get_study(name).trials()
+    assert first.state == "failed" and first.reason == "failed in Optuna: values.c0: expected a finite number, got inf"
+    assert second.state == "failed" and "constraints_func raised RuntimeError: the assay broke" in second.reason
+    kept = study.trials[0]
+    assert kept.state == TrialState.COMPLETE and list(kept.system_attrs["constraints"]) == [math.inf]
+
+
+def test_constraint_values_that_do_not_fit_the_study_stop_the_run(server: ServerProcess) -> None:
+    name = unique("miscounted")
+    sampler = LocalBOSampler(server.url, "ei", space=PLANE, study_name=name, constraints_func=over_the_line,
+                             n_constraints=2)  # fmt: skip
+    study = optuna.create_study(sampler=sampler)
+    with pytest.raises(ValueError, match="constraints_func: expected 2 constraint values for the trial, got 1"):
+        study.optimize(disc, n_trials=3)
+    (trial,) = Client(server.url).get_study(name).trials()
+    assert trial.state == "failed" and "expected 2 constraint values" in (trial.reason or "")
