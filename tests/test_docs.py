@@ -51,9 +51,16 @@ def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> No
     client = (site / "reference" / "client" / "index.html").read_text()
     assert "optimize" in client and "create_study" in client
     assert "LocalBOSampler" in client
+    # constraints (issue 30): every name the client added for them
+    for name in ("Objective", "OutcomeConstraint", "ParameterConstraint", "Safety", "Failures", "result_body"):
+        assert name in client, name
+    for words in ("parameter_constraints", "feasible", "constraints_func", "n_constraints"):
+        assert words in client, words
 
 
-@pytest.mark.parametrize("page", ["tutorials/simulator.md", "tutorials/finite.md", "optuna.md"])
+@pytest.mark.parametrize(
+    "page", ["tutorials/simulator.md", "tutorials/finite.md", "tutorials/reactor-with-limits.md", "optuna.md"]
+)
 def test_a_python_tutorial_runs_as_written(page: str, server: ServerProcess, tmp_path: Path) -> None:
     (code,) = code_blocks(page, "python")
     done = subprocess.run(
