@@ -99,6 +99,8 @@ def test_lost_answers_to_ask_and_tell_are_retried_without_storing_twice(live_ser
             "n_complete": 1,
             "n_failed": 0,
             "n_stale": 0,
+            "n_feasible": 0,  # the study names no constraints
+            "n_infeasible": 0,
             "best_value": 0.25,
             "trials_since_improvement": 0,
             "results_per_hour": 1,
