@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -74,7 +75,31 @@ class Live:
             del self.watched[study.study]
 
 
-class StudiesBroadcast:
+class Watched(ABC):
+    """What both broadcasts share: one poller task while anybody watches, started by the first viewer."""
+
+    _viewers: int
+    _task: asyncio.Task | None
+
+    def _may_poll(self) -> bool:
+        return True
+
+    @asynccontextmanager
+    async def watching(self) -> AsyncIterator[None]:
+        """Counts a viewer for as long as it is inside; the first starts the poller."""
+        self._viewers += 1
+        if self._task is None and self._may_poll():
+            self._task = asyncio.get_running_loop().create_task(self._poll_while_watched())
+        try:
+            yield
+        finally:
+            self._viewers -= 1
+
+    @abstractmethod
+    async def _poll_while_watched(self) -> None: ...
+
+
+class StudiesBroadcast(Watched):
     """The latest studies list for every open stream, polled by one task while anybody watches."""
 
     def __init__(self, studies: StudiesList, reads: anyio.CapacityLimiter, closing: anyio.Event) -> None:
@@ -83,18 +108,7 @@ class StudiesBroadcast:
         self.interval = LIST_POLL_SECONDS
         self._published = anyio.Event()
         self._viewers = 0
-        self._task: asyncio.Task | None = None
-
-    @asynccontextmanager
-    async def watching(self) -> AsyncIterator[None]:
-        """Counts a viewer for as long as it is inside; the first starts the poller."""
-        self._viewers += 1
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._poll_while_watched())
-        try:
-            yield
-        finally:
-            self._viewers -= 1
+        self._task = None
 
     async def next(self, seen: int, timeout: float) -> StudiesSnapshot | None:
         """The latest snapshot if newer than version ``seen``, waiting up to ``timeout`` for one; else None."""
@@ -126,7 +140,7 @@ class StudiesBroadcast:
             self._wake()  # the streams see ``closing``
 
 
-class StudyBroadcast:
+class StudyBroadcast(Watched):
     """A study's latest changes for every open stream of its page, read by one task while anybody watches."""
 
     def __init__(
@@ -150,18 +164,10 @@ class StudyBroadcast:
         self._same: weakref.WeakValueDictionary[tuple[Any, ...], Seen] = weakref.WeakValueDictionary()
         self._published = anyio.Event()
         self._viewers = 0
-        self._task: asyncio.Task | None = None
+        self._task = None
 
-    @asynccontextmanager
-    async def watching(self) -> AsyncIterator[None]:
-        """Counts a viewer for as long as it is inside; the first starts the poller."""
-        self._viewers += 1
-        if self._task is None and not self.gone:
-            self._task = asyncio.get_running_loop().create_task(self._poll_while_watched())
-        try:
-            yield
-        finally:
-            self._viewers -= 1
+    def _may_poll(self) -> bool:
+        return not self.gone
 
     async def catch_up(self, viewer: Feed) -> tuple[int, Events]:
         """The viewer's own read of the database (its first, or after falling behind the kept changes): the
