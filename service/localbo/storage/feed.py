@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, Text, cast, func, or_, select
+from sqlalchemy import ColumnElement, Float, Text, case, cast, func, or_, select
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
@@ -33,7 +33,8 @@ def _epoch_postgres(element: epoch_s, compiler: Any, **kw: Any) -> str:
     return f"CAST(round(CAST(extract(epoch FROM {column}) AS numeric), 3) AS double precision)"
 
 
-SERIES_COLUMNS = ("number", "state", "value", "x", "source", "created", "completed")
+# feasible: true / false per completed trial of a study with outcome constraints, else null
+SERIES_COLUMNS = ("number", "state", "value", "x", "source", "created", "completed", "feasible")
 MAX_LISTED_NUMBERS = 1000  # beyond this many, match a range instead of listing numbers
 
 
@@ -69,6 +70,7 @@ def series_columns(
         trials.c.x,
         trials.c.source,
         trials.c.reason,
+        trials.c.feasible,
         epoch_s(trials.c.created_at).label("created"),
         epoch_s(trials.c.completed_at).label("completed"),
     ).where(_trial_match(study_id, after, numbers, completed_since))
@@ -84,7 +86,11 @@ def series_columns(
     else:
 
         def array(column: Any) -> Any:
-            return func.json_group_array(func.json(column) if column.name == "x" else column)
+            if column.name == "x":
+                column = func.json(column)
+            elif column.name == "feasible":  # SQLite stores booleans as 1 / 0: JSON's true / false, null kept
+                column = func.json(case((column.is_(None), None), (column, "true"), else_="false"))
+            return func.json_group_array(column)
 
         reasons = func.json_group_object(sub.c.number, sub.c.reason).filter(sub.c.reason.isnot(None))
     query = select(*(array(sub.c[name]).label(name) for name in SERIES_COLUMNS), reasons.label("reasons"))
