@@ -442,7 +442,7 @@ CONTRAST = """async () => {
   const lum = (c) => c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
   const ratio = (c) => 1.05 / (lum(rgb(c)) + 0.05);
   const out = {};
-  for (const k of ['point', 'best', 'running', 'failed']) out[k] = ratio(COLORS[k]);
+  for (const k of ['point', 'best', 'running', 'failed', 'infeasible']) out[k] = ratio(COLORS[k]);
   COLORS.lines.forEach((c, k) => (out[`line ${k}`] = ratio(c)));
   for (let k = 0; k <= 10; k++) out[`value ${k / 10}`] = ratio(valueColour(k / 10));
   for (let k = 0; k <= 10; k++) out[`shade ${k / 10}`] = ratio(valueColourSmooth(k / 10));

@@ -10,6 +10,7 @@ export const COLORS = {
   best: "#000000",
   running: "#A65F00",
   failed: "#C03A00",
+  infeasible: "#AA3377", // hollow marks: a value that broke an outcome constraint
   grid: "#e3e3e3",
   axis: "#555555",
   lines: ["#0072B2", "#A65F00", "#117733", "#AA3377", "#C03A00", "#332288", "#000000", "#666600"],
@@ -96,9 +97,12 @@ function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf)
 }
 
 // Every value by trial number, the best so far as a step line; running and failed trials as marks in
-// lanes of their own under the plot (a failed trial has no value to place it by).
-// data: {value, state} arrays by number - 1; highlight: null or (i) => boolean (a brushed selection:
-// the rest is drawn pale). Returns how many points it drew and the scales, for a tooltip.
+// lanes of their own under the plot (a failed trial has no value to place it by). Infeasible trials (those
+// of data.feasible that are false: a value that broke an outcome constraint) as hollow marks of their own
+// colour, and the best so far over the feasible ones only.
+// data: {value, state, feasible?} arrays by number - 1; highlight: null or (i) => boolean (a brushed
+// selection: the rest is drawn pale). Returns how many points it drew (infeasible: how many of them
+// were infeasible) and the scales, for a tooltip.
 export function drawHistory(canvas, data, { direction = "minimize", log = false, highlight = null } = {}) {
   const { ctx, w, h } = prepare(canvas);
   const n = data.value.length;
@@ -151,19 +155,33 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   frameAxes(ctx, box, h - 40, xTicks, yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
 
   let drawn = 0;
+  let infeasible = 0;
+  const feasible = data.feasible ?? [];
   const size = n > 5000 ? 1.5 : n > 500 ? 3 : 5;
+  // filled squares for the values, hollow ones (a path of their own, stroked) for the infeasible values
   for (const pass of highlight ? ["pale", "chosen"] : ["all"]) {
+    const grow = pass === "chosen" ? 2 : 0;
+    const side = size + grow;
     ctx.fillStyle = pass === "pale" ? "rgba(0, 0, 0, 0.12)" : COLORS.point;
+    ctx.strokeStyle = pass === "pale" ? "rgba(0, 0, 0, 0.2)" : COLORS.infeasible;
+    const lw = size > 2 ? 1.5 : 1;
+    ctx.lineWidth = lw;
+    const hollow = new Path2D();
     ctx.beginPath();
     for (let i = 0; i < n; i++) {
       const v = data.value[i];
       if (v === null || data.state[i] !== "complete") continue;
       if (pass !== "all" && highlight(i) !== (pass === "chosen")) continue;
-      const grow = pass === "chosen" ? 2 : 0;
-      ctx.rect(sx(i + 1) - size / 2 - grow / 2, sy(tf(v)) - size / 2 - grow / 2, size + grow, size + grow);
+      const x = sx(i + 1) - side / 2;
+      const y = sy(tf(v)) - side / 2;
+      if (feasible[i] === false) {
+        hollow.rect(x + lw / 2 - 0.5, y + lw / 2 - 0.5, side + 1 - lw, side + 1 - lw); // a pixel bigger: as visible
+        infeasible++;
+      } else ctx.rect(x, y, side, side);
       drawn++;
     }
     ctx.fill();
+    ctx.stroke(hollow);
   }
 
   const better = direction === "minimize" ? (a, b) => a < b : (a, b) => a > b;
@@ -173,7 +191,7 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   let best = null;
   for (let i = 0; i < n; i++) {
     const v = data.value[i];
-    if (v === null || data.state[i] !== "complete") continue;
+    if (v === null || data.state[i] !== "complete" || feasible[i] === false) continue;
     if (best === null) {
       best = v;
       ctx.moveTo(sx(i + 1), sy(tf(best)));
@@ -218,7 +236,7 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
     const k = Math.floor((y - box.b - GAP) / LANE);
     return k >= 0 && k < lanes.length ? lanes[k].state : null;
   };
-  return { drawn, sx, sy, tf, box, laneOf };
+  return { drawn, infeasible, sx, sy, tf, box, laneOf };
 }
 
 // A policy's centre over time, one line per parameter, in the parameter's [low, high] range (0..1).

@@ -58,6 +58,20 @@ export function fromUnit(spec, u) {
   return Math.min(Math.max(v, spec.low), spec.high);
 }
 
+// an outcome constraint ({metric, op, bound}) as text: "purity ≥ 0.95"; its op alone as "≥"
+export const opText = (op) => ({ ">=": "≥", "<=": "≤", "==": "=" })[op] ?? op;
+export const constraintText = (c) => `${c.metric} ${opText(c.op)} ${fmt(c.bound)}`;
+
+// whether a metric's value meets a constraint (the server decides feasibility; this only says which bound a
+// trial missed, so equality is to a relative 1e-9)
+export function meets(c, v) {
+  if (typeof v !== "number") return null;
+  if (c.op === ">=") return v >= c.bound;
+  if (c.op === "<=") return v <= c.bound;
+  if (c.op === "==") return Math.abs(v - c.bound) <= 1e-9 * Math.max(1, Math.abs(c.bound));
+  return null;
+}
+
 // a value as text: numbers formatted, choices (strings, booleans) as they are
 export const cell = (v) => (typeof v === "number" ? fmt(v) : String(v ?? ""));
 

@@ -29,7 +29,7 @@ export function liveness(summary = {}, data = null, { direction = "minimize", no
     if (t === null || t === undefined) continue;
     if (last === null || t > last) last = t;
     if (now / 1000 - t <= 3600) recent++;
-    if (s === "complete" && data.value[i] !== null) done.push([t, i, data.value[i]]);
+    if (s === "complete" && data.value[i] !== null && data.feasible?.[i] !== false) done.push([t, i, data.value[i]]); // best: feasible
   }
   let best = null;
   let since = 0;

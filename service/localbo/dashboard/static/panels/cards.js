@@ -1,13 +1,16 @@
-// The counts and the best trial (with its candidate id on a finite study), linked to its own page.
+// The counts and the best trial (with its candidate id on a finite study), linked to its own page. On a
+// study with outcome constraints: the best feasible trial, and how many told trials were feasible or not.
 
 import { html, render } from "../html.js";
 import { fmt } from "../format.js";
 
-export function bestOf(data, direction) {
+// the best completed trial ({index, value}, null when none); feasibleOnly: among the feasible ones
+export function bestOf(data, direction, feasibleOnly = false) {
   let best = null;
   let at = null;
   for (let i = 0; i < data.state.length; i++) {
     if (data.state[i] !== "complete" || data.value[i] === null) continue;
+    if (feasibleOnly && data.feasible?.[i] !== true) continue;
     const v = data.value[i];
     if (best === null || (direction === "minimize" ? v < best : v > best)) {
       best = v;
@@ -28,7 +31,17 @@ export function mount(el, study) {
         trials++;
         count[s] = (count[s] ?? 0) + 1;
       }
-      const best = bestOf(data, direction);
+      const { constrained } = study;
+      let feasible = 0;
+      let infeasible = 0;
+      if (constrained) {
+        for (let i = 0; i < data.state.length; i++) {
+          if (data.state[i] !== "complete") continue;
+          if (data.feasible[i] === true) feasible++;
+          else if (data.feasible[i] === false) infeasible++;
+        }
+      }
+      const best = bestOf(data, direction, constrained);
       const card = (label, value, id, note = "") =>
         html`<div class="card"><div class="label">${label}</div><div class="value" data-testid="${id}">${value}</div>${
           note ? html`<div class="dim">${note}</div>` : ""
@@ -39,7 +52,7 @@ export function mount(el, study) {
         note = html`<a href="#/study/${encodeURIComponent(study.name)}/trial/${best.index + 1}">trial #${best.index + 1}</a>${
           candidate !== undefined && candidate !== null ? html` · candidate <span data-testid="best-candidate">${candidate}</span>` : ""
         }`;
-      }
+      } else if (constrained && count.complete) note = "no feasible trial yet";
       render(
         el,
         html`${card("trials", String(trials), "n-trials")}${card("complete", String(count.complete), "n-complete")}${card(
@@ -47,8 +60,12 @@ export function mount(el, study) {
           String(count.running),
           "n-running",
           count.stale ? `${count.stale} stale` : "",
-        )}${card("failed", String(count.failed), "n-failed")}${card(
-          `best (${direction === "minimize" ? "lowest" : "highest"})`,
+        )}${card("failed", String(count.failed), "n-failed")}${
+          constrained
+            ? html`${card("feasible", String(feasible), "n-feasible")}${card("infeasible", String(infeasible), "n-infeasible")}`
+            : ""
+        }${card(
+          `${constrained ? "best feasible" : "best"} (${direction === "minimize" ? "lowest" : "highest"})`,
           fmt(best ? best.value : null),
           "best-value",
           note,

@@ -1,5 +1,6 @@
 // Values by trial: every value, the best so far, failed and running trials in lanes of their own; a
-// tooltip (mouse and touch) with the trial's state, value, candidate, failure reason and parameters.
+// tooltip (mouse and touch) with the trial's state, value, candidate, failure reason and parameters. On a
+// study with outcome constraints, infeasible trials are hollow marks and the best so far is the best feasible.
 
 import { html, render } from "../html.js";
 import { drawHistory } from "../charts.js";
@@ -12,7 +13,9 @@ export function mount(el, study) {
     el,
     html`<div class="panel-head"><h2 id="history-title">Values by trial</h2>
       <label class="check"><input id="log" type="checkbox"> log scale</label>
-      <span class="legend"><i class="sw point"></i>value <i class="sw best"></i>best so far <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
+      <span class="legend" data-testid="history-legend"><i class="sw point"></i>value${
+        study.constrained ? html` <i class="sw infeasible"></i>infeasible` : ""
+      } <i class="sw best"></i>${study.constrained ? "best feasible so far" : "best so far"} <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
     </div>
     <p class="empty" data-testid="history-empty" hidden>No trials yet: the chart appears with the first result.</p>
     <div class="chart-wrap"><canvas id="history" class="chart" role="img" tabindex="0" aria-describedby="tip" aria-label="Values by trial number; the arrow keys step through the trials, Enter opens one"></canvas><div id="tip" class="tip" role="tooltip" hidden></div></div>`,
@@ -39,6 +42,8 @@ export function mount(el, study) {
     render(
       tip,
       html`<div><b>#${k}</b> ${data.state[i]}${data.value[i] === null ? "" : ` ${fmt(data.value[i])}`}${
+        data.feasible[i] === false ? html` · <span class="tip-infeasible">infeasible</span>` : ""
+      }${
         candidate !== undefined && candidate !== null ? html` · candidate ${candidate}` : ""
       }</div>${reason ? html`<div class="tip-reason">${reason}</div>` : ""}${params}${
         study.names.length > TIP_PARAMS ? html`<div class="dim-tip">… ${study.names.length - TIP_PARAMS} more</div>` : ""
@@ -90,11 +95,13 @@ export function mount(el, study) {
       canvas.parentElement.hidden = none;
       if (none) {
         canvas.dataset.drawn = "0";
+        canvas.dataset.infeasible = "0";
         drawn = null;
         return;
       }
       drawn = drawHistory(canvas, study.data, { direction: study.direction, log: study.view.log, highlight: study.brushed });
       canvas.dataset.drawn = drawn.drawn;
+      canvas.dataset.infeasible = drawn.infeasible;
     },
   };
 }

@@ -8,7 +8,7 @@
 
 import { get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
-import { perParameter } from "../format.js";
+import { constraintText, perParameter } from "../format.js";
 import { ready, setLive } from "../shell.js";
 import { displayOf } from "../display.js";
 import * as alertPanel from "../panels/alert.js";
@@ -27,7 +27,7 @@ import * as parallelPanel from "../panels/parallel.js";
 // -------------------------------------------------------------------------------------------------
 
 function emptyColumns() {
-  return { number: [], state: [], value: [], x: [], source: [], created: [], completed: [], candidate: [], reasons: {} };
+  return { number: [], state: [], value: [], x: [], source: [], created: [], completed: [], feasible: [], candidate: [], reasons: {} };
 }
 
 // trials of an event or the series, by number - 1 (numbers are dense within a study)
@@ -42,6 +42,7 @@ export function merge(into, cols, toParams = (x) => x) {
     into.source[i] = cols.source[k];
     into.created[i] = cols.created[k];
     into.completed[i] = cols.completed[k];
+    into.feasible[i] = cols.feasible ? cols.feasible[k] : null; // true / false on a study with constraints
     if (cols.candidate) into.candidate[i] = cols.candidate[k];
   }
   Object.assign(into.reasons, cols.reasons);
@@ -126,6 +127,7 @@ export const studyView = {
       path,
       info, // GET /studies/NAME: summary (liveness), last_policy_error, space (finite: its summary)
       direction: series.direction,
+      constrained: (info.constraints?.length ?? 0) > 0, // outcome constraints: trials are feasible or not
       policyName: series.policy,
       names,
       specs,
@@ -144,9 +146,10 @@ export const studyView = {
     let since = series.as_of;
 
     const meta = root.querySelector("#meta");
-    meta.textContent = `policy ${series.policy} · ${series.direction} · ${names.length} parameters (${names.join(", ")})${
-      study.finite ? ` · ${info.space.candidates} candidates` : ""
-    }`;
+    const objective = info.objectives?.[0]?.metric;
+    meta.textContent = `policy ${series.policy} · ${objective ? `${series.direction} ${objective}` : series.direction}${
+      study.constrained ? ` subject to ${info.constraints.map(constraintText).join(", ")}` : ""
+    } · ${names.length} parameters (${names.join(", ")})${study.finite ? ` · ${info.space.candidates} candidates` : ""}`;
 
     const panels = PANELS.map(([id, panel]) => panel.mount(root.querySelector(`#${id}`), study));
 

@@ -1,9 +1,10 @@
 // One trial's page (#/study/NAME/trial/N): parameters in user units, value, state, failure reason,
-// source, client id, times, lease and candidate id.
+// source, client id, times, lease and candidate id; on a study that names its metrics, every metric told
+// (the objective's direction, each constraint's bound and whether the value met it) and whether it was feasible.
 
 import { HttpError, get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
-import { cell, dateTime, fmt, relative, toMs } from "../format.js";
+import { cell, dateTime, fmt, meets, opText, relative, toMs } from "../format.js";
 import { ready, setLive } from "../shell.js";
 
 // GET .../trials/N; a server without that route answers the same TrialOut through the list
@@ -19,6 +20,28 @@ async function loadTrial(path, number, signal) {
   }
 }
 
+// The metrics table's rows: the objectives, then the outcome constraints, then any other metric told
+function metricRows(t, study) {
+  const values = t.values ?? {};
+  const objectives = study?.objectives ?? [];
+  const constraints = study?.constraints ?? [];
+  const named = new Set([...objectives, ...constraints].map((m) => m.metric));
+  const value = (metric) => (metric in values ? fmt(values[metric]) : "–");
+  const row = (metric, role, bound, status) =>
+    html`<tr data-testid="metric" data-metric="${metric}"><td>${metric}</td><td class="num" data-testid="metric-value">${value(metric)}</td><td>${role}</td><td class="num" data-testid="metric-bound">${bound}</td><td data-testid="metric-status">${status}</td></tr>`;
+  return [
+    ...objectives.map((o) => row(o.metric, `objective (${o.direction === "maximize" ? "maximise" : "minimise"})`, "", "")),
+    ...constraints.map((c) => {
+      const met = meets(c, values[c.metric]);
+      const status = met === null ? "" : html`<span class="badge ${met ? "feasible" : "infeasible"}">${met ? "met" : "violated"}</span>`;
+      return row(c.metric, "constraint", `${opText(c.op)} ${fmt(c.bound)}`, status);
+    }),
+    ...Object.keys(values)
+      .filter((m) => !named.has(m))
+      .map((m) => row(m, "", "", "")),
+  ];
+}
+
 export const trialView = {
   title: (p) => `${p.name} #${p.number}`,
   crumbs: (p) => html`<a href="#/">studies</a> / <a href="#/study/${encodeURIComponent(p.name)}">${p.name}</a> / trial ${p.number}`,
@@ -30,6 +53,12 @@ export const trialView = {
       const expired = t.state === "stale" || (t.state === "running" && toMs(t.lease_expires_at) !== null && toMs(t.lease_expires_at) <= Date.now());
       const row = (label, value, id) => html`<tr><th scope="row">${label}</th><td data-testid="${id}">${value}</td></tr>`;
       const params = Object.entries(t.params ?? {});
+      const objective = study?.objectives?.[0]?.metric;
+      const hasMetrics = t.values || study?.objectives || study?.constraints?.length;
+      const feasible =
+        t.feasible === true || t.feasible === false
+          ? html`<span class="badge ${t.feasible ? "feasible" : "infeasible"}">${t.feasible ? "feasible" : "infeasible"}</span>`
+          : null;
       render(
         root,
         html`<h1 tabindex="-1">Trial ${t.number} of ${name}</h1>
@@ -40,7 +69,8 @@ export const trialView = {
           <section class="panel" aria-labelledby="trial-facts"><h2 id="trial-facts">The trial</h2>
             <div class="scroll"><table class="kv" data-testid="trial">
             ${row("state", html`<span class="badge ${expired ? "stale" : t.state}">${t.state}${expired && t.state === "running" ? " (lease expired)" : ""}</span>`, "trial-state")}
-            ${row("value", fmt(t.value), "trial-value")}
+            ${row(objective ? `value (${objective})` : "value", fmt(t.value), "trial-value")}
+            ${feasible ? row("feasibility", feasible, "trial-feasible") : ""}
             ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
             ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
             ${row("source", t.source, "trial-source")}
@@ -54,10 +84,21 @@ export const trialView = {
             <div class="scroll"><table class="grid compact" data-testid="trial-params"><thead><tr><th scope="col">parameter</th><th scope="col" class="num">value</th></tr></thead>
             <tbody>${params.map(([k, v]) => html`<tr><td>${k}</td><td class="num">${cell(v)}</td></tr>`)}</tbody></table></div>
           </section>
-        </div>`,
+        </div>${
+          hasMetrics
+            ? html`<section class="panel" aria-labelledby="trial-metrics-title"><h2 id="trial-metrics-title">Metrics</h2>
+          <div class="scroll"><table class="grid compact" data-testid="trial-metrics"><thead><tr><th scope="col">metric</th><th scope="col" class="num">value</th><th scope="col">role</th><th scope="col" class="num">bound</th><th scope="col">bound met</th></tr></thead>
+          <tbody>${metricRows(t, study)}</tbody></table></div>
+          ${t.values ? "" : html`<p class="dim" data-testid="metrics-none">${t.state === "failed" ? "A failed trial carries no metrics." : "No metrics told yet."}</p>`}
+        </section>`
+            : ""
+        }`,
       );
     };
-    let trial = await loadTrial(path, number, signal);
+    // the study names the metrics, the objective's direction and the constraints' bounds; a trial page
+    // shows without them when the study cannot be read
+    const [first, study] = await Promise.all([loadTrial(path, number, signal), get(path, { signal }).catch(() => null)]);
+    let trial = first;
     draw(trial);
     ready("trial");
     // an open trial changes: its state, value and lease come live; the lease's clock ages on screen

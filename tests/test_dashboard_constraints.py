@@ -1,0 +1,187 @@
+"""Constraints on the dashboard (issue 30): the series' ``feasible`` column (JSON booleans and null, on SQLite and
+Postgres), and a constrained study's page: infeasible trials marked in the history, "best feasible" on the cards
+with the feasible / infeasible counts, every metric and its bound on the trial page."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import unique
+from harness.processes import ServerProcess
+from localbo.progress import Change
+from test_dashboard_v2 import Api, axe_violations, new_page, open_page
+
+API = "/api/v1/studies"
+SPACE = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 2}}
+REACTOR = {
+    "objectives": [{"metric": "yield", "direction": "maximize"}],
+    "constraints": [{"metric": "purity", "op": ">=", "bound": 0.95}, {"metric": "t_peak", "op": "<=", "bound": 450}],
+}
+# (values, feasible): trial 1 the highest yield but impure, 3 too hot, 2 and 4 feasible (4 the best of them)
+TOLD = [
+    ({"yield": 0.9, "purity": 0.90, "t_peak": 400}, False),
+    ({"yield": 0.7, "purity": 0.97, "t_peak": 430}, True),
+    ({"yield": 0.8, "purity": 0.99, "t_peak": 470}, False),
+    ({"yield": 0.75, "purity": 0.96, "t_peak": 440}, True),
+]
+
+
+# -- the series ------------------------------------------------------------------------------------
+
+
+def test_the_series_feasible_column_is_json_booleans_and_null(api: Any) -> None:
+    """true / false for told trials of a constrained study, null for open and failed ones and for a study
+    without constraints: JSON booleans on both databases (SQLite stores 1 / 0)."""
+    name = unique("feas")
+    body = {"name": name, "space": SPACE, "policy": "turbo", "seed": 1} | REACTOR
+    assert api.post(API, json=body).status_code == 201, body
+    trials = api.post(f"{API}/{name}/ask", json={"count": 6}).json()["trials"]
+    for trial, (values, _) in zip(trials, TOLD, strict=False):
+        resp = api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"values": values})
+        assert resp.status_code == 200, resp.text
+    api.post(f"{API}/{name}/trials/5/tell", json={"state": "failed", "reason": "tripped"})
+    resp = api.get(f"{API}/{name}/series")
+    assert resp.status_code == 200, resp.text
+    assert '"feasible":[false,true,false,true,null,null]' in resp.text.replace(" ", "")
+    cols = resp.json()["trials"]
+    assert cols["feasible"] == [False, True, False, True, None, None]
+    assert all(v is None or type(v) is bool for v in cols["feasible"])
+    assert cols["state"] == ["complete"] * 4 + ["failed", "running"]
+    assert api.get(f"{API}/{name}/series?after=2").json()["trials"]["feasible"] == [False, True, None, None]
+
+    plain = unique("plain")
+    assert api.post(API, json={"name": plain, "space": SPACE, "policy": "random", "seed": 1}).status_code == 201
+    api.post(f"{API}/{plain}/ask", json={"count": 2})
+    api.post(f"{API}/{plain}/trials/1/tell", json={"value": 1.0})
+    assert api.get(f"{API}/{plain}/series").json()["trials"]["feasible"] == [None, None]
+
+
+def test_a_change_narrowed_to_some_trials_keeps_the_feasible_column() -> None:
+    """The event stream's trials events reuse the series' columns; a viewer behind the broadcast gets them
+    narrowed (``Change.only``), feasible included."""
+    cols = {
+        "number": [1, 2],
+        "state": ["complete", "complete"],
+        "value": [0.9, 0.7],
+        "x": [[0.1, 0.2], [0.3, 0.4]],
+        "source": ["turbo", "turbo"],
+        "created": [1.0, 2.0],
+        "completed": [1.5, 2.5],
+        "feasible": [False, True],
+        "reasons": {},
+        "as_of": "2026-01-01T00:00:00",
+    }
+    change = Change("2026-01-01T00:00:00", {}, ((1, "complete"), (2, "complete")), json.dumps(cols))
+    assert json.loads(change.only([2]).columns)["feasible"] == [True]
+
+
+# -- the page --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(f"sqlite:///{tmp_path_factory.mktemp('constraints') / 'localbo.db'}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh desktop page; any script error or console error on it fails the test."""
+    context, page, errors = new_page(browser)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+@pytest.mark.live
+def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible(
+    server: ServerProcess, page: Any
+) -> None:
+    api, name = Api(server.url), unique("reactor")
+    api.create(name, SPACE, policy="turbo", **REACTOR)
+    for values, _ in TOLD:
+        api.post(f"studies/{name}/trials/{api.ask(name)['number']}/tell", {"values": values})
+    failed = api.ask(name)
+    api.fail(name, failed["number"], "tripped")
+    open_page(page, server.url, f"#/study/{name}", view="study")
+
+    history = page.locator("#history")
+    page.wait_for_function("document.querySelector('#history').dataset.drawn === '4'")
+    assert history.get_attribute("data-infeasible") == "2", "the two infeasible trials drawn as such"
+    legend = page.get_by_test_id("history-legend").inner_text()
+    assert "infeasible" in legend and "best feasible so far" in legend
+    cards = page.locator("#cards").inner_text()
+    assert "best feasible (highest)" in cards, cards
+    assert page.get_by_test_id("best-value").inner_text() == "0.75", "trial 4: the best feasible, not trial 1's 0.9"
+    assert page.locator("#cards").get_by_role("link").inner_text() == "trial #4"
+    assert (page.get_by_test_id("n-feasible").inner_text(), page.get_by_test_id("n-infeasible").inner_text()) == (
+        "2",
+        "2",
+    )
+    assert "subject to purity ≥ 0.95, t_peak ≤ 450" in page.locator("#meta").inner_text()
+
+    # the tooltip of trial 1 (keyboard: Home) says it was infeasible
+    history.focus()
+    page.keyboard.press("Home")
+    tip = page.locator("#tip")
+    assert tip.is_visible() and "infeasible" in tip.inner_text(), tip.inner_text()
+    page.keyboard.press("ArrowRight")
+    assert "infeasible" not in tip.inner_text()
+    assert axe_violations(page) == []
+
+    # a trial arrives live: the chart and the cards follow (the event stream carries feasible)
+    api.post(
+        f"studies/{name}/trials/{api.ask(name)['number']}/tell",
+        {"values": {"yield": 2.0, "purity": 0.5, "t_peak": 300}},
+    )
+    page.wait_for_function("document.querySelector('#history').dataset.drawn === '5'")
+    assert history.get_attribute("data-infeasible") == "3"
+    assert page.get_by_test_id("best-value").inner_text() == "0.75"
+    assert page.get_by_test_id("n-infeasible").inner_text() == "3"
+
+    # the trial page: every metric, its role and bound, and the verdict
+    open_page(page, server.url, f"#/study/{name}/trial/1", view="trial")
+    assert page.get_by_test_id("trial-feasible").inner_text() == "infeasible"
+    rows = page.get_by_test_id("trial-metrics").get_by_test_id("metric")
+    shown = {
+        rows.nth(k).get_attribute("data-metric"): (
+            rows.nth(k).get_by_test_id("metric-value").inner_text(),
+            rows.nth(k).get_by_test_id("metric-bound").inner_text(),
+            rows.nth(k).get_by_test_id("metric-status").inner_text(),
+        )
+        for k in range(rows.count())
+    }
+    assert shown == {
+        "yield": ("0.9", "", ""),
+        "purity": ("0.9", "≥ 0.95", "violated"),
+        "t_peak": ("400", "≤ 450", "met"),
+    }
+    assert "value (yield)" in page.get_by_test_id("trial").inner_text()
+    assert axe_violations(page) == []
+    open_page(page, server.url, f"#/study/{name}/trial/2", view="trial")
+    assert page.get_by_test_id("trial-feasible").inner_text() == "feasible"
+    open_page(page, server.url, f"#/study/{name}/trial/{failed['number']}", view="trial")
+    assert page.get_by_test_id("trial-feasible").count() == 0
+    assert page.get_by_test_id("metrics-none").inner_text() == "A failed trial carries no metrics."
+
+
+@pytest.mark.live
+def test_a_study_without_constraints_keeps_its_cards_and_legend(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("plain")
+    api.create(name)
+    for value in (3.0, 1.0, 2.0):
+        api.tell(name, api.ask(name)["number"], value)
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    page.wait_for_function("document.querySelector('#history').dataset.drawn === '3'")
+    assert page.locator("#history").get_attribute("data-infeasible") == "0"
+    assert "infeasible" not in page.get_by_test_id("history-legend").inner_text()
+    cards = page.locator("#cards").inner_text()
+    assert "best (lowest)" in cards and "feasible" not in cards
+    assert page.get_by_test_id("best-value").inner_text() == "1"
+    open_page(page, server.url, f"#/study/{name}/trial/1", view="trial")
+    assert page.get_by_test_id("trial-metrics").count() == 0 and page.get_by_test_id("trial-feasible").count() == 0
