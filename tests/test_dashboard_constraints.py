@@ -34,7 +34,8 @@ TOLD = [
 
 def test_the_series_feasible_column_is_json_booleans_and_null(api: Any) -> None:
     """true / false for told trials of a constrained study, null for open and failed ones and for a study
-    without constraints: JSON booleans on both databases (SQLite stores 1 / 0)."""
+    without constraints: JSON booleans on both databases (SQLite stores 1 / 0). The metrics column: each told
+    trial's named values as a JSON object."""
     name = unique("feas")
     body = {"name": name, "space": SPACE, "policy": "turbo", "seed": 1} | REACTOR
     assert api.post(API, json=body).status_code == 201, body
@@ -51,12 +52,14 @@ def test_the_series_feasible_column_is_json_booleans_and_null(api: Any) -> None:
     assert all(v is None or type(v) is bool for v in cols["feasible"])
     assert cols["state"] == ["complete"] * 4 + ["failed", "running"]
     assert api.get(f"{API}/{name}/series?after=2").json()["trials"]["feasible"] == [False, True, None, None]
+    assert cols["metrics"] == [values for values, _ in TOLD] + [None, None], "every metric, nested JSON"
 
     plain = unique("plain")
     assert api.post(API, json={"name": plain, "space": SPACE, "policy": "random", "seed": 1}).status_code == 201
     api.post(f"{API}/{plain}/ask", json={"count": 2})
     api.post(f"{API}/{plain}/trials/1/tell", json={"value": 1.0})
-    assert api.get(f"{API}/{plain}/series").json()["trials"]["feasible"] == [None, None]
+    plain_cols = api.get(f"{API}/{plain}/series").json()["trials"]
+    assert plain_cols["feasible"] == [None, None] and plain_cols["metrics"] == [None, None]
 
 
 def test_a_change_narrowed_to_some_trials_keeps_the_feasible_column() -> None:
@@ -71,11 +74,13 @@ def test_a_change_narrowed_to_some_trials_keeps_the_feasible_column() -> None:
         "created": [1.0, 2.0],
         "completed": [1.5, 2.5],
         "feasible": [False, True],
+        "metrics": [{"y": 1.0}, {"y": 2.0}],
         "reasons": {},
         "as_of": "2026-01-01T00:00:00",
     }
     change = Change("2026-01-01T00:00:00", {}, ((1, "complete"), (2, "complete")), json.dumps(cols))
-    assert json.loads(change.only([2]).columns)["feasible"] == [True]
+    narrowed = json.loads(change.only([2]).columns)
+    assert (narrowed["feasible"], narrowed["metrics"]) == ([True], [{"y": 2.0}])
 
 
 # -- the page --------------------------------------------------------------------------------------
@@ -124,6 +129,17 @@ def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible
         "2",
     )
     assert "subject to purity ≥ 0.95, t_peak ≤ 450" in page.locator("#meta").inner_text()
+
+    # the table: whether each trial was feasible, each constrained metric, a value past its bound marked
+    table = page.get_by_test_id("trials")
+    heads = table.locator("thead th").all_inner_texts()
+    assert "feasible" in heads and "purity ≥ 0.95" in heads and "t_peak ≤ 450" in heads, heads
+    first = table.locator("tr[data-number='1']")
+    assert first.get_by_test_id("feasible").inner_text() == "no"
+    cells = first.locator("td").all_inner_texts()
+    assert "0.9 ✗" in cells and "400" in cells, cells
+    assert table.locator("tr[data-number='2']").get_by_test_id("feasible").inner_text() == "yes"
+    assert table.locator("tr[data-number='5']").get_by_test_id("feasible").inner_text() == ""  # failed
 
     # the tooltip of trial 1 (keyboard: Home) says it was infeasible
     history.focus()

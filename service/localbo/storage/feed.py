@@ -33,8 +33,9 @@ def _epoch_postgres(element: epoch_s, compiler: Any, **kw: Any) -> str:
     return f"CAST(round(CAST(extract(epoch FROM {column}) AS numeric), 3) AS double precision)"
 
 
-# feasible: true / false per completed trial of a study with outcome constraints, else null
-SERIES_COLUMNS = ("number", "state", "value", "x", "source", "created", "completed", "feasible")
+# feasible: true / false per completed trial of a study with outcome constraints, else null; metrics: the named
+# values ({metric: number}) of a told trial of a study that names its metrics, else null
+SERIES_COLUMNS = ("number", "state", "value", "x", "source", "created", "completed", "feasible", "metrics")
 MAX_LISTED_NUMBERS = 1000  # beyond this many, match a range instead of listing numbers
 
 
@@ -71,6 +72,7 @@ def series_columns(
         trials.c.source,
         trials.c.reason,
         trials.c.feasible,
+        trials.c.metrics,
         epoch_s(trials.c.created_at).label("created"),
         epoch_s(trials.c.completed_at).label("completed"),
     ).where(_trial_match(study_id, after, numbers, completed_since))
@@ -86,7 +88,7 @@ def series_columns(
     else:
 
         def array(column: Any) -> Any:
-            if column.name == "x":
+            if column.name in ("x", "metrics"):  # stored JSON text: nested as JSON, not as a string
                 column = func.json(column)
             elif column.name == "feasible":  # SQLite stores booleans as 1 / 0: JSON's true / false, null kept
                 column = func.json(case((column.is_(None), None), (column, "true"), else_="false"))

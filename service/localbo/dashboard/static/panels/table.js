@@ -1,10 +1,11 @@
 // The trials, sortable and paged: number (a link to the trial's page), state and failure reason (in
-// full, expandable when long), value, candidate id (finite studies), parameters in user units, source,
-// finished (date and time). Filters: the state select and the study's brushed selection.
+// full, expandable when long), value, candidate id (finite studies), on a study with outcome constraints
+// whether each trial was feasible and each constrained metric (a value past its bound marked), parameters in
+// user units, source, finished (date and time). Filters: the state select and the study's brushed selection.
 
 import { API, get, server } from "../api.js";
 import { html, render } from "../html.js";
-import { cell, dateTime, fmt, fromUnit } from "../format.js";
+import { cell, constraintText, dateTime, fmt, fromUnit, meets } from "../format.js";
 
 const PAGE = 50;
 const SHORT_REASON = 60;
@@ -130,6 +131,7 @@ export function mount(el, study) {
       }
       el.querySelector("#brush-note").textContent = brushed ? "filtered by the selection on the chart" : "";
       const sortKey = view.sort;
+      const constraints = study.constraints ?? []; // a column each: the metric, a value past the bound marked
       const value = (i) => {
         const key = sortKey;
         if (key === "number") return i;
@@ -137,6 +139,11 @@ export function mount(el, study) {
         if (key === "state") return data.state[i];
         if (key === "completed") return data.completed[i] ?? 0;
         if (key === "candidate") return String(data.candidate[i] ?? "");
+        if (key === "feasible") return data.feasible[i] === true ? 1 : data.feasible[i] === false ? 0 : -1;
+        if (key.startsWith("constraint:")) {
+          const metric = constraints[Number(key.slice(11))]?.metric;
+          return data.metrics[i]?.[metric] ?? (view.desc ? -Infinity : Infinity);
+        }
         return data.x[i]?.[names.indexOf(key)] ?? 0;
       };
       rows.sort((a, b) => {
@@ -146,7 +153,15 @@ export function mount(el, study) {
       });
       const pages = Math.max(1, Math.ceil(rows.length / PAGE));
       view.page = Math.min(view.page, pages - 1);
-      const numeric = (k) => ["number", "value", "completed"].includes(k) || names.includes(k);
+      const numeric = (k) => ["number", "value", "completed"].includes(k) || k.startsWith("constraint:") || names.includes(k);
+      const metricCell = (i, c) => {
+        const v = data.metrics[i]?.[c.metric];
+        if (v === undefined || v === null) return html`<td class="num"></td>`;
+        const ok = meets(c, v);
+        return ok === false
+          ? html`<td class="num violates" title="violates ${constraintText(c)}">${fmt(v)} ✗</td>`
+          : html`<td class="num">${fmt(v)}</td>`;
+      };
       const head = (k, label) => {
         const sorted = view.sort === k ? (view.desc ? "descending" : "ascending") : null;
         return html`<th scope="col" class="${numeric(k) ? "num" : ""}"${sorted ? html` aria-sort="${sorted}"` : ""}><button type="button" class="sort" data-sort="${k}">${label}${
@@ -161,7 +176,15 @@ export function mount(el, study) {
           data.reasons[String(i + 1)],
           i + 1,
           opened,
-        )}</td><td class="num">${fmt(data.value[i])}</td>${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
+        )}</td><td class="num">${fmt(data.value[i])}</td>${
+          constraints.length
+            ? html`<td data-testid="feasible">${
+                data.feasible[i] === true || data.feasible[i] === false
+                  ? html`<span class="badge ${data.feasible[i] ? "feasible" : "infeasible"}">${data.feasible[i] ? "yes" : "no"}</span>`
+                  : ""
+              }</td>${constraints.map((c) => metricCell(i, c))}`
+            : ""
+        }${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
           (_, j) => html`<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`,
         )}<td>${data.source[i]}</td><td class="nowrap">${done ? dateTime(done) : ""}</td></tr>`;
       });
@@ -172,6 +195,8 @@ export function mount(el, study) {
       render(
         table,
         html`<div class="scroll"><table class="grid" data-testid="trials"><thead><tr>${head("number", "#")}${head("state", "state")}${head("value", "value")}${
+          constraints.length ? html`${head("feasible", "feasible")}${constraints.map((c, k) => head(`constraint:${k}`, constraintText(c)))}` : ""
+        }${
           finite ? head("candidate", "candidate") : ""
         }${shown.map((n) => head(n, n))}<th scope="col">source</th>${head("completed", "finished")}</tr></thead><tbody>${body}</tbody></table></div>
         ${rows.length ? "" : html`<p class="empty" data-testid="table-empty">${data.state.some(Boolean) ? "No trials match." : "No trials yet."}</p>`}

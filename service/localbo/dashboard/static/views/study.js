@@ -27,7 +27,7 @@ import * as parallelPanel from "../panels/parallel.js";
 // -------------------------------------------------------------------------------------------------
 
 function emptyColumns() {
-  return { number: [], state: [], value: [], x: [], source: [], created: [], completed: [], feasible: [], candidate: [], reasons: {} };
+  return { number: [], state: [], value: [], x: [], source: [], created: [], completed: [], feasible: [], metrics: [], candidate: [], reasons: {} };
 }
 
 // trials of an event or the series, by number - 1 (numbers are dense within a study)
@@ -43,6 +43,7 @@ export function merge(into, cols, toParams = (x) => x) {
     into.created[i] = cols.created[k];
     into.completed[i] = cols.completed[k];
     into.feasible[i] = cols.feasible ? cols.feasible[k] : null; // true / false on a study with constraints
+    into.metrics[i] = cols.metrics ? cols.metrics[k] : null; // {metric: value} on a study that names its metrics
     if (cols.candidate) into.candidate[i] = cols.candidate[k];
   }
   Object.assign(into.reasons, cols.reasons);
@@ -128,6 +129,7 @@ export const studyView = {
       info, // GET /studies/NAME: summary (liveness), last_policy_error, space (finite: its summary)
       direction: series.direction,
       constrained: (info.constraints?.length ?? 0) > 0, // outcome constraints: trials are feasible or not
+      constraints: info.constraints ?? [], // [{metric, op, bound}]
       policyName: series.policy,
       names,
       specs,
