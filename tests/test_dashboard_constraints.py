@@ -130,6 +130,12 @@ def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible
     )
     assert "subject to purity ≥ 0.95, t_peak ≤ 450" in page.locator("#meta").inner_text()
 
+    # the slices and the parallel coordinates mark them too
+    assert page.get_by_test_id("slices").get_attribute("data-infeasible") == "2"
+    assert "infeasible" in page.get_by_test_id("slices-legend").inner_text()
+    assert page.locator("#parallel").get_attribute("data-infeasible") == "2"
+    assert page.get_by_test_id("parallel-infeasible").is_visible()
+
     # the table: whether each trial was feasible, each constrained metric, a value past its bound marked
     table = page.get_by_test_id("trials")
     heads = table.locator("thead th").all_inner_texts()
@@ -195,6 +201,8 @@ def test_a_study_without_constraints_keeps_its_cards_and_legend(server: ServerPr
     open_page(page, server.url, f"#/study/{name}", view="study")
     page.wait_for_function("document.querySelector('#history').dataset.drawn === '3'")
     assert page.locator("#history").get_attribute("data-infeasible") == "0"
+    assert page.get_by_test_id("slices").get_attribute("data-infeasible") == "0"
+    assert page.get_by_test_id("parallel-infeasible").count() == 0
     assert "infeasible" not in page.get_by_test_id("history-legend").inner_text()
     cards = page.locator("#cards").inner_text()
     assert "best (lowest)" in cards and "feasible" not in cards

@@ -4,9 +4,11 @@
 // several axes combine (a trial must lie in all). The selection goes out as a predicate (i) => boolean
 // through onBrush, which the study page puts in study.brushed: the trials table filters by it and the
 // history chart highlights it. Past `limit` lines the chart draws the best quarter and an even sample
-// of the rest (the selection itself always counts every trial).
+// of the rest (the selection itself always counts every trial). On a study with outcome constraints the
+// infeasible trials' lines are dashed and grey (a colour of the value scale would read as a value), under the
+// feasible ones.
 
-import { fmt } from "../charts.js";
+import { COLORS, fmt } from "../charts.js";
 import { html, render } from "../html.js";
 import { INK, VALUE_STOPS, completedByRank, fitLabel, paramAxis, prepare, valueAxis, valueColour } from "./scales.js";
 
@@ -213,7 +215,17 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
   // coloured lines, worst colour first so the best end up on top
   ctx.globalAlpha = drawnChosen.length > 2000 ? 0.35 : drawnChosen.length > 300 ? 0.55 : 0.85;
   const groups = Array.from({ length: VALUE_STOPS }, () => []);
-  for (const i of drawnChosen) groups[colourOf(data.value[i])].push(i);
+  const infeasible = [];
+  for (const i of drawnChosen) (data.feasible?.[i] === false ? infeasible : groups[colourOf(data.value[i])]).push(i);
+  if (infeasible.length) {
+    ctx.strokeStyle = COLORS.axis;
+    ctx.lineWidth = pick ? 1.5 : 1;
+    ctx.setLineDash([5, 3]);
+    ctx.beginPath();
+    for (const i of infeasible) line(i);
+    ctx.stroke();
+    ctx.setLineDash([]);
+  }
   for (let c = VALUE_STOPS - 1; c >= 0; c--) {
     if (!groups[c].length) continue;
     ctx.strokeStyle = valueColour(c / (VALUE_STOPS - 1));
@@ -298,7 +310,7 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
     const [ya, yb] = [sy(Math.min(1, Math.max(a, b))), sy(Math.max(0, Math.min(a, b)))];
     ctx.fillRect(vx, ya, 6, yb - ya);
   }
-  return { box, ax, axes, shown, count, names, vlo, vhi, drawn: drawnChosen.length + drawnRest.length, total, selected: pick ? chosen.length : total };
+  return { box, ax, axes, shown, count, names, vlo, vhi, drawn: drawnChosen.length + drawnRest.length, infeasible: infeasible.length, total, selected: pick ? chosen.length : total };
 }
 
 // The study page's panel (views/study.js): the chart, what is brushed, a button to clear it.
@@ -306,7 +318,9 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="parallel-title">Parameters of the completed trials<span class="dim" id="parallel-note" data-testid="parallel-note"></span></h2>
-      <span class="dim">coloured by value (darkest best); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span></span></div>
+      <span class="dim">coloured by value (darkest best); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span>${
+        study.constrained ? html`<span data-testid="parallel-infeasible">; infeasible trials dashed grey</span>` : ""
+      }</span></div>
     <p class="brush-line" data-testid="brush" hidden><span data-testid="brush-summary"></span> <button type="button" data-testid="brush-clear">clear the selection</button></p>
     <p class="empty" data-testid="parallel-empty" hidden>No completed trials yet.</p>
     <canvas id="parallel" class="chart tall" role="img" aria-labelledby="parallel-title" style="touch-action:pan-x"></canvas>
@@ -363,10 +377,12 @@ export function mount(el, study) {
       el.querySelector("[data-testid=parallel-box]").hidden = !shown.box;
       if (none) {
         canvas.dataset.drawn = "0";
+        canvas.dataset.infeasible = "0";
         return;
       }
       const out = chart.draw({ names, specs, data, direction: study.direction, centre: shown.centre ?? null, box: shown.box ?? null });
       canvas.dataset.drawn = String(out.drawn);
+      canvas.dataset.infeasible = String(out.infeasible);
       const notes = [];
       if (out.drawn < out.total && !study.brushed) notes.push(`${out.drawn.toLocaleString()} of ${out.total.toLocaleString()} lines (the best and an even sample of the rest)`);
       if (names.length > out.shown) notes.push(`the first ${out.shown} of ${names.length} parameters`);

@@ -1,9 +1,10 @@
 // Slice plots: the value against each parameter, one small chart per parameter (all of them), in user
 // units (log axes for log parameters, a categorical's axis labelled by choice). Failed trials are
-// vermillion crosses on a strip under the plot (they have no value); the local policy's centre is a
-// dashed black vertical line.
+// vermillion crosses on a strip under the plot (they have no value); infeasible trials (a study with outcome
+// constraints) hollow marks in the history's infeasible colour; the local policy's centre is a dashed black
+// vertical line.
 
-import { fmt, horizontalGrid } from "../charts.js";
+import { COLORS, fmt, horizontalGrid } from "../charts.js";
 import { html, render } from "../html.js";
 import { INK, completedByRank, fitLabel, niceTicks, paramAxis, prepare } from "./scales.js";
 
@@ -11,8 +12,8 @@ const HEIGHT = 210;
 
 // root: an element to fill; names/specs: the parameters (the series' space); data: {state, value, x}
 // by trial number - 1, x in unit coordinates one per parameter; centre: the policy's centre in the
-// same coordinates, or null. Returns {drawn, total, failed}: points drawn per chart, completed trials,
-// failed trials marked.
+// same coordinates, or null. Returns {drawn, total, failed, infeasible}: points drawn per chart, completed
+// trials, failed trials marked, infeasible points drawn (data.feasible false) per chart.
 export function drawSlices(root, { names, specs, data, direction = "minimize", centre = null, limit = 4000 }) {
   const { idx, total, lo, hi } = completedByRank(data, direction, limit);
   const failed = [];
@@ -39,8 +40,11 @@ export function drawSlices(root, { names, specs, data, direction = "minimize", c
   } else delete root.dataset.empty;
   const canvases = grid.querySelectorAll("canvas");
   names.forEach((name, j) => drawOne(canvases[j], name, specs[j], j, { data, idx, lo, hi, failed, centre }));
+  let infeasible = 0;
+  if (data.feasible) for (const i of idx) if (data.feasible[i] === false) infeasible++;
   root.dataset.drawn = String(idx.length);
-  return { drawn: idx.length, total, failed: failed.length };
+  root.dataset.infeasible = String(infeasible);
+  return { drawn: idx.length, total, failed: failed.length, infeasible };
 }
 
 // a fixed jitter in [-0.5, 0.5) per trial, so categorical columns spread the same way on every redraw
@@ -96,14 +100,19 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
   const size = idx.length > 2000 ? 2 : idx.length > 300 ? 3 : 5;
   ctx.globalAlpha = idx.length > 2000 ? 0.35 : idx.length > 300 ? 0.55 : 0.8;
   ctx.fillStyle = INK.point;
+  ctx.strokeStyle = COLORS.infeasible;
+  ctx.lineWidth = 1.5;
+  const hollow = new Path2D(); // infeasible trials: hollow marks, stroked after the filled ones
   ctx.beginPath();
   for (let r = idx.length - 1; r >= 0; r--) {
     const i = idx[r];
     const u = data.x[i][j];
     const x = sx(axis.pos(u)) + (cat ? jitter(i) * band * 0.5 : 0);
-    ctx.rect(x - size / 2, sy(data.value[i]) - size / 2, size, size);
+    if (data.feasible?.[i] === false) hollow.rect(x - size / 2, sy(data.value[i]) - size / 2, size, size);
+    else ctx.rect(x - size / 2, sy(data.value[i]) - size / 2, size, size);
   }
   ctx.fill();
+  ctx.stroke(hollow);
   ctx.globalAlpha = 1;
 
   // failed trials: crosses on a strip of their own under the plot
@@ -151,7 +160,9 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="slices-title">Value against each parameter</h2>
-      <span class="legend"><i class="sw point"></i>completed trial <span style="color:${INK.failed};font-weight:700">×</span> failed (no value: on the strip under the plot)<span data-testid="slices-centre" hidden> · <b>- - -</b> the policy's centre</span></span></div>
+      <span class="legend" data-testid="slices-legend"><i class="sw point"></i>completed trial${
+        study.constrained ? html` <i class="sw infeasible"></i>infeasible` : ""
+      } <span style="color:${INK.failed};font-weight:700">×</span> failed (no value: on the strip under the plot)<span data-testid="slices-centre" hidden> · <b>- - -</b> the policy's centre</span></span></div>
     <p class="empty" data-testid="slices-empty" hidden>No completed trials yet.</p>
     <div data-testid="slices"></div>`,
   );
