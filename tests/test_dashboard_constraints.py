@@ -12,7 +12,7 @@ import pytest
 from conftest import unique
 from harness.processes import ServerProcess
 from localbo.progress import Change
-from test_dashboard_v2 import Api, axe_violations, new_page, open_page
+from test_dashboard_v2 import Api, axe_violations, new_page, no_page_overflow, open_page
 
 API = "/api/v1/studies"
 SPACE = {"a": {"type": "float", "low": 0, "high": 1}, "b": {"type": "float", "low": 0, "high": 2}}
@@ -130,6 +130,14 @@ def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible
     )
     assert "subject to purity ≥ 0.95, t_peak ≤ 450" in page.locator("#meta").inner_text()
 
+    # the constraints panel: each metric against its bound, the trials that broke it counted
+    panel = page.get_by_test_id("constraints").get_by_test_id("constraint")
+    assert [panel.nth(k).get_attribute("data-metric") for k in range(panel.count())] == ["purity", "t_peak"]
+    assert [panel.nth(k).locator("canvas").get_attribute("data-violated") for k in range(2)] == ["1", "1"]
+    assert [panel.nth(k).locator("canvas").get_attribute("data-drawn") for k in range(2)] == ["4", "4"]
+    assert panel.nth(0).get_by_test_id("constraint-count").inner_text() == "broken by 1 of 4 completed trials"
+    assert "purity ≥ 0.95" in panel.nth(0).inner_text()
+
     # the slices and the parallel coordinates mark them too
     assert page.get_by_test_id("slices").get_attribute("data-infeasible") == "2"
     assert "infeasible" in page.get_by_test_id("slices-legend").inner_text()
@@ -165,6 +173,7 @@ def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible
     assert history.get_attribute("data-infeasible") == "3"
     assert page.get_by_test_id("best-value").inner_text() == "0.75"
     assert page.get_by_test_id("n-infeasible").inner_text() == "3"
+    assert panel.nth(0).locator("canvas").get_attribute("data-violated") == "2"  # purity 0.5
 
     # the trial page: every metric, its role and bound, and the verdict
     open_page(page, server.url, f"#/study/{name}/trial/1", view="trial")
@@ -203,9 +212,28 @@ def test_a_study_without_constraints_keeps_its_cards_and_legend(server: ServerPr
     assert page.locator("#history").get_attribute("data-infeasible") == "0"
     assert page.get_by_test_id("slices").get_attribute("data-infeasible") == "0"
     assert page.get_by_test_id("parallel-infeasible").count() == 0
+    assert page.locator("#constraints-panel").is_hidden()
     assert "infeasible" not in page.get_by_test_id("history-legend").inner_text()
     cards = page.locator("#cards").inner_text()
     assert "best (lowest)" in cards and "feasible" not in cards
     assert page.get_by_test_id("best-value").inner_text() == "1"
     open_page(page, server.url, f"#/study/{name}/trial/1", view="trial")
     assert page.get_by_test_id("trial-metrics").count() == 0 and page.get_by_test_id("trial-feasible").count() == 0
+
+
+@pytest.mark.live
+def test_a_constrained_study_and_trial_fit_a_phone(server: ServerProcess, browser: Any) -> None:
+    api, name = Api(server.url), unique("phone")
+    api.create(name, SPACE, policy="turbo", **REACTOR)
+    for values, _ in TOLD:
+        api.post(f"studies/{name}/trials/{api.ask(name)['number']}/tell", {"values": values})
+    context, page, errors = new_page(browser, 390, 844, has_touch=True, is_mobile=True, device_scale_factor=2)
+    try:
+        for fragment, view in ((f"#/study/{name}", "study"), (f"#/study/{name}/trial/1", "trial")):
+            open_page(page, server.url, fragment, view=view)
+            scroll, width = no_page_overflow(page)
+            assert scroll <= width, (view, scroll, width)
+            assert axe_violations(page) == [], view
+    finally:
+        context.close()
+    assert not errors, errors

@@ -15,6 +15,7 @@ import * as alertPanel from "../panels/alert.js";
 import * as livenessPanel from "../panels/liveness.js";
 import * as cardsPanel from "../panels/cards.js";
 import * as historyPanel from "../panels/history.js";
+import * as constraintsPanel from "../panels/constraints.js";
 import * as pathPanel from "../panels/path.js";
 import * as policyPanel from "../panels/policy.js";
 import * as openPanel from "../panels/open.js";
@@ -59,6 +60,7 @@ function skeleton(name) {
   <section class="liveness" id="liveness" aria-label="Is it alive"></section>
   <div class="cards" id="cards"></div>
   <section class="panel" id="history-panel" aria-labelledby="history-title"></section>
+  <section class="panel" id="constraints-panel" aria-labelledby="constraints-title" hidden></section>
   <div class="two">
     <section class="panel" id="path-panel" hidden></section>
     <section class="panel" id="policy"></section>
@@ -83,6 +85,7 @@ const PANELS = [
   ["liveness", livenessPanel],
   ["cards", cardsPanel],
   ["history-panel", historyPanel],
+  ["constraints-panel", constraintsPanel],
   ["path-panel", pathPanel],
   ["policy", policyPanel],
   // -- analysis panels ----------------------------------------------------------------------------
