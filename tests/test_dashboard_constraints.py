@@ -143,6 +143,8 @@ def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible
     assert "infeasible" in page.get_by_test_id("slices-legend").inner_text()
     assert page.locator("#parallel").get_attribute("data-infeasible") == "2"
     assert page.get_by_test_id("parallel-infeasible").is_visible()
+    page.wait_for_function("document.querySelector('[data-testid=surface]')?.dataset.infeasible === '2'")
+    assert page.get_by_test_id("surface-infeasible").is_visible()
 
     # the table: whether each trial was feasible, each constrained metric, a value past its bound marked
     table = page.get_by_test_id("trials")

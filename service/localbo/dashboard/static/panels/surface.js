@@ -47,6 +47,7 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
     const result = drawSurface(canvas, { names, specs, data: state.data, direction, x: state.x, y: state.y, surface: state.surface, limit });
     canvas.dataset.drawn = String(result.drawn);
     canvas.dataset.contour = result.contour ? "1" : "0";
+    canvas.dataset.infeasible = String(result.infeasible);
     canvas.setAttribute("aria-label", `trials over ${state.x} and ${state.y}, coloured by value${result.contour ? ", over the GP's posterior mean" : ""}`);
     return result;
   };
@@ -259,15 +260,27 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
 
   // the trials, worst first (the best on top), with a white rim so they read over the shading
   const size = idx.length > 2000 ? 3 : idx.length > 300 ? 4 : 7;
+  let infeasible = 0;
   const catJitter = (axis, spec, i, shift) => (axis.kind === "categorical" && spec.choices.length > 1 ? ((((i * 2654435761 + shift) >>> 0) % 1000) / 1000 - 0.5) * (0.4 / (spec.choices.length - 1)) : 0);
   for (let r = idx.length - 1; r >= 0; r--) {
     const i = idx[r];
     const u = data.x[i];
     const px = sx(ax.pos(u[jx]) + catJitter(ax, specs[jx], i, 0));
     const py = sy(ay.pos(u[jy]) + catJitter(ay, specs[jy], i, 7));
-    ctx.fillStyle = valueColourSmooth(t(data.value[i]));
     ctx.beginPath();
     ctx.arc(px, py, size / 2, 0, 2 * Math.PI);
+    if (data.feasible?.[i] === false) {
+      // infeasible (a study with outcome constraints): a grey ring, as no colour of the value scale reads
+      infeasible++;
+      ctx.strokeStyle = "#ffffff";
+      ctx.lineWidth = 3.5;
+      ctx.stroke();
+      ctx.strokeStyle = INK.axis;
+      ctx.lineWidth = 1.75;
+      ctx.stroke();
+      continue;
+    }
+    ctx.fillStyle = valueColourSmooth(t(data.value[i]));
     ctx.fill();
     if (size > 3) {
       ctx.strokeStyle = "#ffffff";
@@ -314,7 +327,7 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
     ctx.textBaseline = "middle";
     ctx.fillText("no completed trials yet", (box.l + box.r) / 2, (box.t + box.b) / 2);
   }
-  return { drawn: idx.length, contour };
+  return { drawn: idx.length, infeasible, contour };
 }
 
 // the two most important parameters by the importance panel's answer (the GP's, else the forest's), in
@@ -334,7 +347,9 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="surface-title">Two parameters at a time</h2>
-      <span class="dim">trials coloured by value (darkest best), failed ones as × ; behind them, where the policy has a GP, its posterior mean (shading and contour lines, same colours)</span></div>
+      <span class="dim">trials coloured by value (darkest best), failed ones as ×${
+        study.constrained ? html`<span data-testid="surface-infeasible">, infeasible ones as grey rings</span>` : ""
+      } ; behind them, where the policy has a GP, its posterior mean (shading and contour lines, same colours)</span></div>
     <div data-testid="surface-panel"></div>`,
   );
   const box = el.querySelector("[data-testid=surface-panel]");
