@@ -12,6 +12,8 @@ With outcome constraints (``request.C``), ei is constrained log-EI (Gardner et a
     x = argmax_x log EI(x) + sum_j log P(c_j(x) <= 0)                      (BoTorch's LogConstrainedExpectedImprovement)
 
 with y* the best feasible observation (BoTorch's infeasible-cost value while none is feasible: global_bo.py).
+With failures to avoid (``request.X_failed``) the failure model's P(z(x) <= 0), the probability of not failing
+(failures.py), is one more term of that sum, with or without outcome constraints.
 
 >>> request = make_request("ei", X, y)                  # X: n x d, y: n to minimise
 >>> request = dataclasses.replace(request, C=C)          # C: n x m, <= 0 where each constraint holds
@@ -42,7 +44,7 @@ class EI(GlobalPolicy[GlobalConfig]):
 
     name = "ei"
     Config = GlobalConfig
-    handles = frozenset({"constraints", "parameter_constraints"})
+    handles = frozenset({"constraints", "parameter_constraints", "failures"})
 
     def acquisition(self, ctx: Context, config: GlobalConfig) -> Acquisition:
         log_ei = improvement_score(ctx, LogExpectedImprovement)

@@ -21,6 +21,12 @@ PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then th
 while none is feasible, BoTorch's infeasible-cost convention: max over the observed X of mu(x) + 6 sigma(x), a
 value no plausible f exceeds, so that the acquisition is led by PF.
 
+With failures to avoid (``request.X_failed``, a policy whose ``handles`` has "failures": ei, ucb) the failure model
+(``failures.py``: a GP on a +-1 failure indicator over the completed and the failed points) is one more factor of
+PF, P(z(x) <= 0), the probability of not failing, with or without outcome constraints; failed points have no
+value and stay out of the objective's GP (y* is over the completed points, all of which did not fail). The
+failed points count in the study-wide index, t = n + f + m + k, so that a failed design point is not asked again.
+
 y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y).
 The Lipschitz bounds and L use only the real observations. Every random draw (Sobol scrambling, uniform
 points, Thompson paths, GP refits) comes from a generator seeded by (study seed, t), never from torch's
@@ -42,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 from torch.special import log_ndtr
 
-from localbo.policies import gp
+from localbo.policies import failures, gp
 from localbo.policies.acqopt import maximize
 from localbo.policies.base import (
     Display,
@@ -139,6 +145,8 @@ class GlobalState(PolicyState):
     points: list[PointNote] = Field(default_factory=list)
     constraint_hypers: list[gp.Hypers] = Field(default_factory=list)  # the constraint GPs' last fits
     feasible_share: float | None = None  # the share of observations satisfying every outcome constraint
+    failure_hypers: gp.StoredHypers = None  # the failure model's last fit (failures: "avoid")
+    n_failed: int = 0  # the failed points the last call saw (failures: "avoid")
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,8 @@ class Context:
     dim: int
     bounds: LipschitzBounds | None  # None for the classic policies
     generator: torch.Generator  # for an acquisition that draws (Thompson sampling): seeded by (seed, t)
-    constraints: tuple[SingleTaskGP, ...] = ()  # one GP per outcome constraint (c_j <= 0 feasible), real data only
+    constraints: tuple[SingleTaskGP, ...] = ()  # one GP per outcome constraint (c_j <= 0 feasible), real data only;
+    # with failures to avoid, the failure model last (z <= 0: not predicted to fail)
     y_worst: float | None = None  # with constraints: max over the observed X of mu + 6 sigma (BoTorch's convention)
 
 
@@ -222,7 +231,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
     State = GlobalState
     lipschitz: ClassVar[bool] = False
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous", "categorical"})
-    handles: ClassVar[frozenset[str]] = frozenset({"parameter_constraints"})  # ei, ucb: and "constraints"
+    handles: ClassVar[frozenset[str]] = frozenset({"parameter_constraints"})  # ei, ucb: "constraints", "failures"
 
     @classmethod
     def check_study(cls, dim: int, config: GlobalConfigT) -> None:
@@ -248,6 +257,8 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             numbers["largest observed slope"] = state.lipschitz.L_lb
         if state.feasible_share is not None:
             numbers["feasible share"] = round(state.feasible_share, 4)
+        if state.n_failed:
+            numbers["failure model"] = failures.describe(state.n_failed, state.n + state.n_failed)
         initial = (
             state.n == 0 or (n_init is not None and n_complete < n_init) or all(p.how == "init" for p in state.points)
         )
@@ -275,6 +286,10 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             lipschitz = LipschitzState.of(est)
         C = request.C if "constraints" in self.handles else None
         C = C.to(dev, torch.float64).reshape(n, -1) if C is not None and C.numel() else None
+        X_failed = failures.failed_points(request.X_failed, d) if "failures" in self.handles else None
+        X_failed = X_failed.to(dev) if X_failed is not None else None
+        f = 0 if X_failed is None else X_failed.shape[0]
+        failure_hypers = request.state.failure_hypers
         polytope = request.polytope
         constraint_hypers = request.state.constraint_hypers
         constraints: tuple[SingleTaskGP, ...] = ()
@@ -282,7 +297,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         notes: list[PointNote] = []
         fitted = False
         for k in range(request.count):
-            t = n + m + k
+            t = n + f + m + k
             if n == 0 or t < n_init:
                 x, note = self._sobol(request.seed, t, d, dev, polytope), PointNote(t=t, how="init")
             elif config.random_every and (t + 1) % config.random_every == 0:
@@ -294,6 +309,10 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
                     if C is not None:
                         constraints = self._fit_constraints(X, C, config.kernel, constraint_hypers, dev, generator)
                         constraint_hypers = [gp.to_state(model) for model in constraints]
+                    if X_failed is not None:  # one more constraint: the failure indicator (+1 failed, -1 completed)
+                        failure = failures.fit_failure_model(X, X_failed, config.kernel, failure_hypers, dev, generator)
+                        constraints = (*constraints, failure)
+                        failure_hypers = gp.to_state(failure)
                     fitted = True
                 lies_at = torch.cat([pending, *chosen])
                 x, note = self._acquire(request, config, X, y, hypers, lies_at, bounds, t, constraints, C)
@@ -307,6 +326,8 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             points=notes,
             constraint_hypers=constraint_hypers,
             feasible_share=share,
+            failure_hypers=failure_hypers,
+            n_failed=f,
         )
         return Suggestion(X=torch.cat(chosen), state=state)
 
@@ -342,11 +363,12 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         model = gp.build_model(torch.cat([X, lies_at]), torch.cat([y, lies]), config.kernel, hypers, device=X.device)
         generator = torch.Generator().manual_seed(mix_seed(request.seed, t))
         y_best, y_worst, rank = float(y.min()), None, y
-        if C is not None:  # the best feasible observation; the local candidates around the best feasible ones
-            feasible = (C <= 0).all(-1)
+        if constraints:  # the best feasible observation; the local candidates around the best feasible ones
             with torch.no_grad():
                 mean, sigma = mean_sigma(model, X)
             y_worst = float((mean + 6 * sigma).max())
+        if C is not None and y_worst is not None:
+            feasible = (C <= 0).all(-1)
             y_best = float(y[feasible].min()) if bool(feasible.any()) else y_worst
             rank = torch.where(feasible, y, y.max() + 1 + C.clamp_min(0).sum(-1))
         ctx = Context(model, y_best, t, X.shape[0], d, bounds, generator, constraints, y_worst)

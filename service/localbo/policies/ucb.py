@@ -16,6 +16,10 @@ infeasible cost M (global_bo.py: y_M = max over the observed X of mu + 6 sigma):
 
     x = argmax_x log(y_M - LCB(x)) + sum_j log P(c_j(x) <= 0)
 
+With failures to avoid (``request.X_failed``, continuous spaces) the failure model's P(z(x) <= 0), the
+probability of not failing (failures.py), is one more term of that sum, with or without outcome constraints. On a
+finite space a failed candidate is never asked again (the engine blocks it), and X_failed is not modelled there.
+
 >>> request = make_request("ucb", X, y)                 # X: n x d, y: n to minimise
 >>> request = dataclasses.replace(request, C=C)          # C: n x m, <= 0 where each constraint holds
 >>> UCB().suggest(request).X                             # 1 x d
@@ -112,7 +116,7 @@ class UCB(GlobalPolicy[GPUCBConfig]):
     name = "ucb"
     Config = GPUCBConfig
     spaces = frozenset({"continuous", "categorical", "finite"})
-    handles = frozenset({"constraints", "parameter_constraints"})
+    handles = frozenset({"constraints", "parameter_constraints", "failures"})
 
     def suggest(self, request: SuggestRequest[GPUCBConfig, GlobalState]) -> Suggestion:
         if request.finite is not None:
