@@ -1,0 +1,446 @@
+"""Constrained benchmark (issue 30): localbo's constrained policies against Optuna's and Ax's, in the same run.
+
+Problems and runners: ``benchmarks/harness/constrained.py`` (BoTorch's constrained test problems, SCBO's
+Ackley-10 with two constraints, an 8-fraction mixture with a parameter equality and a purity constraint).
+Methods: localbo's ``turbo`` (SCBO), ``ei`` (constrained log-EI), ``ucb`` (weighted by the probability of
+feasibility) and ``random``, driven in process through the policy API as ``league.py``'s runs are
+(``harness.runners.run_direct``'s engine emulation, with ``SuggestRequest.C`` and ``SuggestRequest.polytope``
+added); Optuna's ``tpe`` and ``gpsampler`` with ``constraints_func`` and ``optuna-random``; Ax (``ax``, its
+default generation strategy with outcome constraints). Every (problem, method, seed) is one run of sequential
+evaluations (ask 1, tell 1), noise-free; ``--jobs`` runs run side by side in processes of ``--threads`` torch
+threads each.
+
+Per run: the best feasible value (every outcome constraint <= 0) at 50, 100 and 200 evaluations (those within
+the budget), as regret to the known optimum; infeasible evaluations; fallback points (points the policy did not
+make: it failed); points off the parameter equality; wall and CPU seconds. The table: mean ± standard error
+over seeds; a method with a seed that has no feasible point yet at a checkpoint shows how many seeds have one.
+
+    .venv/bin/python benchmarks/constrained.py --smoke        # ~30 s: 2 problems, 4 methods, 1 seed, 12 evals
+    nice -n 10 .venv/bin/python benchmarks/constrained.py --jobs 2 --threads 1     # the full run
+    .venv/bin/python benchmarks/constrained.py --evals-for ei=100 --seeds-for ax=1 --evals-for ax=50
+    .venv/bin/python benchmarks/constrained.py --resume       # keep the runs in constrained.json, run the rest
+    .venv/bin/python benchmarks/constrained.py --report-only  # rewrite constrained.md from constrained.json
+
+It writes ``benchmarks/results/constrained.json`` (every run's summary and the run's settings) and
+``constrained.md`` whole, after every finished run (a run stopped early leaves a table of what finished, and says
+so); ``--smoke`` writes into a temp dir (or ``--out``) and refuses ``benchmarks/results``. Findings, by hand:
+``results/constrained_findings.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from importlib import metadata
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness.constrained import (  # noqa: E402
+    AX_METHODS,
+    LOCALBO_METHODS,
+    OPTUNA_METHODS,
+    PROBLEMS,
+    get_problem,
+    run_method,
+)
+from harness.runs import output_dir, run_meta  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAME = "constrained"
+CHECKPOINTS = (50, 100, 200)
+OURS = ("turbo", "ei", "ucb")  # the constrained policies whose best the goals compare
+PEERS = ("tpe", "gpsampler", "optuna-random", "ax")
+CHEAP = ("random", "optuna-random", "tpe")  # seconds a run: they run first
+HEADLINE = ("turbo", "gpsampler")  # the local constrained policy and the model-based peer: before ei and ucb
+FULL = {"problems": ",".join(PROBLEMS), "methods": "turbo,ei,ucb,random,tpe,gpsampler,optuna-random,ax", "seeds": 5,
+        "evals": 200}  # fmt: skip
+SMOKE = {"problems": "c_gramacy,mixture8", "methods": "turbo,random,tpe,optuna-random", "seeds": 1, "evals": 12}
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def versions() -> str:
+    out = []
+    for package in ("torch", "botorch", "gpytorch", "optuna", "ax-platform", "localbo"):
+        try:
+            out.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{package} -")
+    return ", ".join(out)
+
+
+def parse_per_method(items: list[str], flag: str, parser: argparse.ArgumentParser) -> dict[str, int]:
+    out = {}
+    for item in items:
+        method, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit() or int(value) < 1:
+            parser.error(f"{flag} {item!r}: expected METHOD=N with N >= 1")
+        out[method.strip()] = int(value)
+    return out
+
+
+# -- running ------------------------------------------------------------------------------------------------------
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def execute(key: tuple[str, str, int, int], checkpoints: list[int]) -> tuple[dict[str, Any] | None, str | None]:
+    """One run's summary; a failure comes back as text, so that the other runs go on."""
+    problem, method, seed, evals = key
+    try:
+        return run_method(problem, method, seed, evals).summary(checkpoints), None
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}\n{traceback.format_exc(limit=6)}"
+
+
+def run_all(
+    keys: list[tuple[str, str, int, int]], jobs: int, threads: int, deadline: float | None,
+    on_done: Callable[[tuple[str, str, int, int], dict[str, Any] | None, str | None], None],
+) -> list[tuple[str, str, int, int]]:  # fmt: skip
+    """Run ``keys`` in order (``jobs`` at a time); none starts after ``deadline``. Returns the runs not started."""
+    if jobs <= 1:
+        _init_worker(threads)
+        for i, key in enumerate(keys):
+            if deadline is not None and time.time() > deadline:
+                return keys[i:]
+            on_done(key, *execute(key, checkpoints_for(key[3])))
+        return []
+    ctx = get_context("spawn")
+    todo = list(keys)
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as pool:
+        running: dict[Future, tuple[str, str, int, int]] = {}
+        while todo or running:
+            while todo and len(running) < jobs and (deadline is None or time.time() <= deadline):
+                key = todo.pop(0)
+                running[pool.submit(execute, key, checkpoints_for(key[3]))] = key
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                on_done(running.pop(future), *future.result())
+    return todo
+
+
+def checkpoints_for(evals: int) -> list[int]:
+    return sorted({c for c in CHECKPOINTS if c <= evals} | {evals})
+
+
+# -- the table ------------------------------------------------------------------------------------------------------
+
+
+def mean_se(values: list[float]) -> tuple[float, float | None]:
+    """Mean and standard error (None for one value)."""
+    m = statistics.fmean(values)
+    return m, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None)
+
+
+def fmt(m: float, se: float | None) -> str:
+    return f"{m:.4g}" if se is None else f"{m:.4g} ± {se:.2g}"
+
+
+def cell(runs: list[dict[str, Any]], k: int, optimum: float | None) -> dict[str, Any] | None:
+    """Regret (or best value where f* is unknown) at ``k`` over the runs that reached ``k``."""
+    reached = [r for r in runs if r["evals"] >= k and str(k) in r["best"]]
+    if not reached:
+        return None
+    values = [r["best"][str(k)] for r in reached]
+    found = [v - (optimum or 0.0) for v in values if v is not None]
+    out = {"seeds": len(reached), "feasible_seeds": len(found)}
+    if len(found) == len(reached):
+        out["mean"], out["se"] = mean_se(found)
+    return out
+
+
+def show(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    if "mean" not in c:
+        return f"no feasible point in {c['seeds'] - c['feasible_seeds']}/{c['seeds']} seed(s)"
+    return fmt(c["mean"], c["se"])
+
+
+def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str]) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for name in problems:
+        problem = get_problem(name)
+        rows = {}
+        for method in methods:
+            mine = sorted((r for r in runs if r["problem"] == name and r["method"] == method), key=lambda r: r["seed"])
+            if not mine:
+                continue
+            rows[method] = {
+                "seeds": len(mine),
+                "evals": min(r["evals"] for r in mine),
+                "regret": {str(k): cell(mine, k, problem.optimum) for k in CHECKPOINTS},
+                "last": cell(mine, min(r["evals"] for r in mine), problem.optimum),
+                "infeasible": mean_se([r["infeasible"] / r["evals"] for r in mine]),
+                "fallbacks": sum(r["fallbacks"] for r in mine),
+                "equality_violations": sum(r["equality_violations"] for r in mine),
+                "errors": sum(r["n_errors"] for r in mine),
+                "wall_s": mean_se([r["wall_s"] for r in mine]),
+                "cpu_s": mean_se([r["cpu_s"] for r in mine]),
+                "cpu_total_s": sum(r["cpu_s"] for r in mine),
+            }
+        table[name] = {
+            "dim": problem.dim, "m": problem.m, "optimum": problem.optimum, "optimum_from": problem.optimum_from,
+            "rows": rows, "goals": goals(problem.dim, rows),
+        }  # fmt: skip
+    return table
+
+
+def goals(dim: int, rows: dict[str, Any]) -> dict[str, Any]:
+    """At 100 and 200 evaluations: the best of ``OURS`` against the best peer. A method with a feasible point in
+    every seed ranks above one without (fewer seeds without one first), then by mean regret. Both feasible in
+    every seed: d >= 7: ours <= 0.5 x the peer's regret; d < 7: ours <= the peer's + one standard error. Ours
+    feasible in every seed and the peer not: met; the other way round: not met; neither: not decided."""
+    out: dict[str, Any] = {}
+    for k in ("100", "200"):
+
+        def best(methods: tuple[str, ...], k: str = k, bound: bool = False) -> tuple[str, dict[str, Any]] | None:
+            """With ``bound``, a method cut below ``k`` evaluations counts with its value at its last one: the best
+            so far only falls, so that is an upper bound on its regret at ``k`` (a loss against it is certain)."""
+            have = [(m, rows[m]["regret"][k]) for m in methods if m in rows and rows[m]["regret"][k]]
+            if bound:
+                have += [(f"{m} (at {rows[m]['evals']}: a bound)", rows[m]["last"]) for m in methods
+                         if m in rows and not rows[m]["regret"][k] and rows[m]["last"]]  # fmt: skip
+            rank = [(c["seeds"] - c["feasible_seeds"], c.get("mean", 0.0), m, c) for m, c in have]
+            return (min(rank)[2], min(rank)[3]) if rank else None
+
+        ours, peer = best(OURS), best(PEERS, bound=True)
+        if ours is None or peer is None:
+            out[k] = {"ours": ours and ours[0], "peer": peer and peer[0], "met": None,
+                      "why": f"no run of {'ours' if ours is None else 'a peer'} reached {k} evaluations"}  # fmt: skip
+            continue
+        (om, oc), (pm, pc) = ours, peer
+        entry = {"ours": om, "ours_cell": oc, "peer": pm, "peer_cell": pc}
+        if "mean" in oc and "mean" in pc:
+            if dim >= 7:
+                target, rule = (0.5 * pc["mean"] if pc["mean"] > 0 else pc["mean"]), "<= 0.5 x peer"
+            else:
+                target, rule = pc["mean"] + (pc["se"] or 0.0), "<= peer + 1 SE"
+            entry.update(target=target, rule=rule, met=oc["mean"] <= target)
+        elif "mean" in oc:
+            entry.update(rule="ours feasible in every seed, the peer not", met=True)
+        elif "mean" in pc:
+            entry.update(rule="the peer feasible in every seed, ours not", met=False)
+        else:
+            entry.update(rule="neither feasible in every seed", met=None)
+        out[k] = entry
+    return out
+
+
+def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
+    meta = state["meta"]
+    cuts = [f"`{m}`: {n} evaluations" for m, n in meta["evals_for"].items()]
+    cuts += [f"`{m}`: {n} seed(s)" for m, n in meta["seeds_for"].items()]
+    lines = [
+        "# Constrained benchmark: localbo's constrained policies against Optuna and Ax",
+        "",
+        f"Written whole by `benchmarks/constrained.py`{' (smoke run)' if meta['smoke'] else ''} at commit "
+        f"{meta['commit']}, {meta['when']}, on {meta['machine']} ({meta['cpus']} CPUs, load average "
+        f"{meta['load_before']} before the run, shared with other work); command: `{meta['command']}`; "
+        f"{meta['versions']}.",
+        "",
+        f"Budget: {meta['evals']} evaluations and {meta['seeds']} seed(s) per method"
+        + (f", cut for the slow methods: {'; '.join(cuts)}" if cuts else "")
+        + f"; {meta['jobs']} run(s) side by side, {meta['threads']} torch thread(s) each, niced.",
+    ]
+    if meta.get("not_run"):
+        lines += ["", f"**Stopped early** (`--deadline-min {meta['deadline_min']}`): {len(meta['not_run'])} "
+                  f"planned run(s) not started: {', '.join(meta['not_run'][:40])}"
+                  + (" ..." if len(meta["not_run"]) > 40 else "") + "."]  # fmt: skip
+    if meta.get("methods_not_run"):
+        lines += ["", *[f"- `{m}` not run: {why}" for m, why in meta["methods_not_run"].items()]]
+    if state.get("failed"):
+        lines += ["", "Failed runs: " + "; ".join(f"{f['key']}: {f['error']}" for f in state["failed"])]
+    wall = meta.get("wall_s")
+    lines += [
+        "",
+        "Regret = best feasible value found by that evaluation - f* (f* as the problem states: BoTorch's",
+        "`optimal_value`, a best known value a method may beat by a little). Mean ± standard error over seeds;",
+        "`no feasible point in k/n seeds` where some seed has none yet. `infeasible` = the share of a run's",
+        "evaluations that violate an outcome constraint; `fallbacks` = points the policy did not make (it failed;",
+        "all seeds); `off eq.` = points off the mixture's equality by more than 1e-9 (all seeds); wall and CPU",
+        "seconds per run (the run's process, all threads). Lower regret is better.",
+        "",
+        f"Total: {len(state['runs'])} runs, {sum(r['cpu_s'] for r in state['runs']):.0f} CPU s summed over runs"
+        + (
+            f", {wall:.0f} s wall for this invocation ({meta.get('cpu_children_s', 0):.0f} CPU s in its processes; "
+            "`--resume` keeps the runs of earlier ones)"
+            if wall
+            else ""
+        )
+        + ".",  # fmt: skip
+        "",
+        "## Goals (issue 30)",
+        "",
+        "The best of turbo / ei / ucb against the best peer (TPE, GPSampler, Optuna random, Ax): a method with a",
+        "feasible point in every seed ranks above one without, then by mean regret. Both feasible in every seed:",
+        "d >= 7: ours <= 0.5 x the peer's regret; d < 7: ours within one standard error of the peer (<= peer + SE).",
+        "(turbo is the local policy; ei and ucb are global and count here too.) A peer cut below the row's budget",
+        "counts with its value at its last evaluation, `(at N: a bound)`: an upper bound on its regret at the row's",
+        "budget (best so far only falls), so a `no` against it is certain and a `yes` is not.",
+        "",
+        "| problem | d | evals | ours | ours' regret | best peer | peer's regret | target | met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, t in table.items():
+        for k, g in t["goals"].items():
+            if "ours_cell" not in g:
+                lines.append(f"| {name} | {t['dim']} | {k} | {g['ours'] or '-'} | - | {g['peer'] or '-'} | - | - "
+                             f"| n/a: {g['why']} |")  # fmt: skip
+                continue
+            target = f"{g['rule']}: {g['target']:.4g}" if "target" in g else g["rule"]
+            met = {True: "yes", False: "**no**", None: "not decided"}[g["met"]]
+            lines.append(
+                f"| {name} | {t['dim']} | {k} | {g['ours']} | {show(g['ours_cell'])} | {g['peer']} "
+                f"| {show(g['peer_cell'])} | {target} | {met} |"
+            )
+    for name, t in table.items():
+        opt = "unknown" if t["optimum"] is None else f"{t['optimum']:.6g} ({t['optimum_from']})"
+        lines += [
+            "",
+            f"## {name} (d = {t['dim']}, {t['m']} outcome constraint(s){', sum x = 1' if name.startswith('mixture') else ''}; f* = {opt})",  # noqa: E501
+            "",
+            "| method | seeds | evals | regret @ 50 | regret @ 100 | regret @ 200 | infeasible | fallbacks | off eq. "
+            "| wall s / run | CPU s / run |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for method, r in t["rows"].items():
+            regrets = " | ".join(show(r["regret"][str(k)]) for k in CHECKPOINTS)
+            if all(r["regret"][str(k)] is None for k in CHECKPOINTS):
+                regrets = f"at {r['evals']}: {show(r['last'])} | - | -"
+            lines.append(
+                f"| {method} | {r['seeds']} | {r['evals']} | {regrets} | {fmt(*r['infeasible'])} | {r['fallbacks']} "
+                f"| {r['equality_violations']} | {fmt(*r['wall_s'])} | {fmt(*r['cpu_s'])} |"
+            )
+    lines += ["", "Findings, written by hand: `constrained_findings.md`.", ""]
+    return "\n".join(lines)
+
+
+def write(out: Path, state: dict[str, Any]) -> None:
+    meta = state["meta"]
+    state["table"] = aggregate(state["runs"], meta["problems"], meta["methods"])
+    (out / f"{NAME}.json").write_text(json.dumps(state, indent=1) + "\n")
+    (out / f"{NAME}.md").write_text(markdown(state, state["table"]))
+
+
+# -- command line -----------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problems", help=f"comma-separated (default all: {FULL['problems']})")
+    parser.add_argument("--methods", help=f"comma-separated (default {FULL['methods']})")
+    parser.add_argument("--seeds", type=int, help=f"seeds 0..N-1 (default {FULL['seeds']})")
+    parser.add_argument("--evals", type=int, help=f"evaluations per run (default {FULL['evals']})")
+    parser.add_argument("--evals-for", action="append", default=[], metavar="METHOD=N", help="a method's own budget")
+    parser.add_argument("--seeds-for", action="append", default=[], metavar="METHOD=N", help="a method's own seeds")
+    parser.add_argument("--skip", action="append", default=[], metavar="METHOD=WHY",
+                        help="leave a method out and say why in the table's header")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, help="runs side by side in processes (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    parser.add_argument("--deadline-min", type=float, help="start no run after this many minutes; table what ran")
+    parser.add_argument("--resume", action="store_true", help="keep the runs already in the JSON, run the rest")
+    parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
+    parser.add_argument("--out", type=Path, default=None, help=f"where to write (default {RESULTS})")
+    args = parser.parse_args(argv)
+    out = output_dir(parser, args, RESULTS, NAME)
+    json_path = out / f"{NAME}.json"
+    if args.report_only:
+        if not json_path.exists():
+            parser.error(f"--report-only: {json_path} does not exist")
+        write(out, json.loads(json_path.read_text()))
+        say(f"wrote {out / (NAME + '.md')}")
+        return 0
+    for key, value in (SMOKE if args.smoke else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    problems = [p.strip() for p in args.problems.split(",") if p.strip()]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if bad := [p for p in problems if p not in PROBLEMS]:
+        parser.error(f"unknown problem(s) {bad}; known: {list(PROBLEMS)}")
+    known = (*LOCALBO_METHODS, *OPTUNA_METHODS, *AX_METHODS)
+    if bad := [m for m in methods if m not in known]:
+        parser.error(f"unknown method(s) {bad}; known: {list(known)}")
+    evals_for = parse_per_method(args.evals_for, "--evals-for", parser)
+    seeds_for = parse_per_method(args.seeds_for, "--seeds-for", parser)
+    skipped = {}
+    for item in args.skip:
+        method, _, why = item.partition("=")
+        skipped[method.strip()] = why.strip() or "skipped"
+    methods = [m for m in methods if m not in skipped]
+    if args.seeds < 1 or args.evals < 1 or args.jobs < 1 or args.threads < 1:
+        parser.error("--seeds, --evals, --jobs and --threads must be >= 1")
+
+    # the cheap methods first, each group seed-major: a run stopped by its deadline has whole seeds of each problem
+    keys = [(p, m, s, evals_for.get(m, args.evals)) for s in range(args.seeds) for p in problems for m in methods
+            if s < seeds_for.get(m, args.seeds)]  # fmt: skip
+    # then SCBO and the GP peer, then the other GP policies: a cut run has those two's seeds first
+    keys.sort(key=lambda k: (k[1] not in CHEAP, k[1] not in HEADLINE))  # stable: the order in each group is kept
+    state: dict[str, Any] = {"runs": [], "failed": []}
+    if args.resume and json_path.exists():
+        old = json.loads(json_path.read_text())
+        state["runs"] = [r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys]
+        done = {(r["problem"], r["method"], r["seed"], r["evals"]) for r in state["runs"]}
+        keys = [k for k in keys if k not in done]
+        say(f"resume: {len(done)} run(s) kept from {json_path}, {len(keys)} to go")
+    meta = run_meta(__file__, args.smoke)
+    meta.update({
+        "command": "benchmarks/constrained.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,
+        "evals_for": evals_for, "seeds_for": seeds_for, "methods_not_run": skipped, "jobs": args.jobs,
+        "threads": args.threads, "deadline_min": args.deadline_min, "not_run": [],
+    })  # fmt: skip
+    state["meta"] = meta
+    write(out, state)
+    t0 = time.monotonic()
+    deadline = time.time() + 60 * args.deadline_min if args.deadline_min else None
+
+    def on_done(key: tuple[str, str, int, int], summary: dict[str, Any] | None, error: str | None) -> None:
+        label = f"{key[0]}/{key[1]}/seed {key[2]}"
+        if summary is None:
+            state["failed"].append({"key": label, "error": (error or "?").splitlines()[0]})
+            say(f"FAILED {label}: {error}")
+        else:
+            state["runs"].append(summary)
+            last = summary["best"][str(summary["evals"])]
+            say(
+                f"[{time.monotonic() - t0:7.0f} s] {label}: best feasible {last}, {summary['infeasible']} infeasible, "
+                f"{summary['fallbacks']} fallbacks, {summary['wall_s']:.1f} s wall, {summary['cpu_s']:.1f} s CPU"
+            )
+        meta["wall_s"] = time.monotonic() - t0
+        write(out, state)
+
+    say(f"{len(keys)} runs, {args.jobs} at a time; writing {out}")
+    left = run_all(keys, args.jobs, args.threads, deadline, on_done)
+    usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
+    meta["wall_s"] = time.monotonic() - t0
+    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in left]
+    write(out, state)
+    print((out / f"{NAME}.md").read_text())
+    say(f"done in {meta['wall_s']:.0f} s; wrote {out / (NAME + '.md')} and {json_path.name}")
+    return 1 if state["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""benchmarks/constrained.py --smoke (issue 30, must show): localbo's SCBO and random against Optuna's TPE and
+random on a constrained problem and on the mixture with its parameter equality, tabled with costs, so the
+constrained benchmark's script cannot rot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import BENCHMARKS, run_benchmark
+
+COMMITTED = BENCHMARKS / "results" / "constrained.json"
+
+
+def test_smoke_run_tables_each_method_with_feasibility_and_costs(tmp_path: Path) -> None:
+    before = COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None
+    run_benchmark("constrained.py", "--smoke", "--out", str(tmp_path), timeout=120)
+
+    data = json.loads((tmp_path / "constrained.json").read_text())
+    assert data["meta"]["smoke"] is True and not data["failed"]
+    runs = {(r["problem"], r["method"]): r for r in data["runs"]}
+    methods = {"turbo", "random", "tpe", "optuna-random"}
+    assert set(runs) == {(p, m) for p in ("c_gramacy", "mixture8") for m in methods}
+    for run in runs.values():
+        assert run["evals"] == 12 and run["wall_s"] >= 0 and run["cpu_s"] >= 0
+        assert run["fallbacks"] == 0 and run["n_errors"] == 0, run["errors"]
+        assert 0 <= run["infeasible"] <= 12
+    assert all(r["equality_violations"] == 0 for r in data["runs"]), "every mixture point has sum x = 1"
+    assert runs[("c_gramacy", "turbo")]["best"]["12"] is not None, "SCBO finds a feasible point on Gramacy"
+    text = (tmp_path / "constrained.md").read_text()
+    assert text.startswith("# Constrained benchmark") and "## Goals (issue 30)" in text
+    assert "| turbo | 1 | 12 |" in text and "## mixture8 (d = 8, 1 outcome constraint(s), sum x = 1" in text
+    assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
+
+
+def test_smoke_refuses_to_write_into_the_committed_results() -> None:
+    done = run_benchmark("constrained.py", "--smoke", "--out", str(BENCHMARKS / "results"), timeout=60, ok=False)
+    assert done.returncode == 2 and "--smoke does not write into benchmarks/results" in done.stderr
