@@ -146,15 +146,23 @@ def test_optimize_takes_an_objective_that_returns_named_values(client: Client) -
 @pytest.mark.parametrize(
     ("fields", "field"),
     [
-        ({"failures": "avoid"}, "failures"),
         ({"safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.2, "b": 0.2, "c": 0.6}]}}, "safety"),
     ],
 )
-def test_failures_and_safety_reach_the_server(client: Client, fields: dict[str, Any], field: str) -> None:
-    """Sent as given: no policy serves them yet, and the server says so naming the field."""
+def test_safety_reaches_the_server(client: Client, fields: dict[str, Any], field: str) -> None:
+    """Sent as given: no policy serves it yet, and the server says so naming the field."""
     name = unique("unserved")
     with pytest.raises(BadRequest, match=rf"^422: {field}:.*no policy serves it yet"):
         client.create_study(name, MIXTURE, policy="turbo", objectives=YIELD, constraints=PURITY, **fields)
+
+
+def test_failures_avoid_reaches_the_server(client: Client) -> None:
+    study = client.create_study(
+        unique("avoid"), MIXTURE, policy="turbo", objectives=YIELD, constraints=PURITY, failures="avoid"
+    )
+    assert study.info["failures"] == "avoid"
+    with pytest.raises(BadRequest, match=r"^422: failures: the minucb policy .*turbo"):
+        client.create_study(unique("avoid"), MIXTURE, policy="minucb", failures="avoid")
 
 
 def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can(client: Client) -> None:

@@ -256,3 +256,19 @@ def test_turbo_serves_outcome_constraints_through_the_api(api: Any) -> None:
     assert study["summary"]["n_feasible"] + study["summary"]["n_infeasible"] == 12
     csv = api.get(f"{API}/{name}/export", params={"format": "csv"}).text.splitlines()
     assert csv[0].startswith("number,state,value,values.yield,values.purity,values.t_peak,feasible,a,b")
+
+
+def test_failures_avoid_reaches_the_policy_through_the_api(api: Any) -> None:
+    """Failed trials' points reach turbo's failure model: its plans stay the policy's, never fallbacks."""
+    name = create(api, "turbo", failures="avoid", objectives=[{"metric": "loss"}])
+    for _ in range(3):
+        for t in ask(api, name, 4):
+            a, b = t["params"]["a"], t["params"]["b"]
+            if (a - 0.5) ** 2 + (b - 1.0) ** 2 < 0.1:  # the rig faults here
+                body: dict[str, Any] = {"state": "failed", "reason": "tripped"}
+            else:
+                body = {"values": {"loss": (a - 0.4) ** 2 + (b - 0.8) ** 2}}
+            assert api.post(f"{API}/{name}/trials/{t['number']}/tell", json=body).status_code == 200
+    study = api.get(f"{API}/{name}").json()
+    assert study["failures"] == "avoid" and study["summary"]["n_fallback"] == 0
+    assert study["last_policy_error"] is None, study["last_policy_error"]
