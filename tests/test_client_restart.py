@@ -258,7 +258,9 @@ def test_an_interrupted_optimize_fails_the_trials_its_workers_hold(live_server: 
             last = len(arrived) == 3
         if last:  # every worker holds a trial: Ctrl-C in the caller (a real SIGINT, which wakes its join)
             signal.pthread_kill(caller, signal.SIGINT)
-        release.wait(timeout=30)
+        # bounded, and set at once below; long enough that on a loaded machine (two full-suite runs at load
+        # 8-11 saw the third ask arrive after 30 s) the first workers still hold their trials when it does
+        release.wait(timeout=180)
         return params["x"]
 
     with Client(live_server.url) as client:
