@@ -25,6 +25,7 @@ from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.planner import Planner
 from localbo.space import SpaceError
 from localbo.spaces import Spaces
+from localbo.storage import outcomes as outcome_rows
 from localbo.storage import repository as repo
 from localbo.storage.db import db_now
 from localbo.storage.models import utcnow
@@ -114,7 +115,7 @@ class Telling:
                 outcomes = self.outcomes(conn, name)
                 told, metrics = outcomes.read(None, told)  # a 422 when constraints need values: rolled back
                 feasible = outcomes.feasible(metrics)
-                repo.set_trial_metrics(conn, done.id, metrics, feasible)
+                outcome_rows.set_trial_metrics(conn, done.id, metrics, feasible)
                 record = {**record, "values": metrics, "feasible": feasible}
             return Told(record, done.study_id, not done.plan_holds)  # suggest-ahead fills only an empty plan
         trial = locked_trial(conn, name, number)  # already finished (or missing): say how
@@ -133,7 +134,7 @@ class Telling:
     @staticmethod
     def outcomes(conn: Connection, name: str) -> Outcomes:
         """The study's metrics, objective and outcome constraints (what a tell of named values needs)."""
-        study = repo.study_outcomes(conn, name)
+        study = outcome_rows.study_outcomes(conn, name)
         if study is None:
             raise NotFound(f"study {name!r} not found")
         return Outcomes.from_stored(study)

@@ -29,6 +29,7 @@ from localbo.planning.jobs import Jobs
 from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, Planned
 from localbo.planning.runner import Plan, PolicyRunner
 from localbo.spaces import Spaces
+from localbo.storage import outcomes as outcome_rows
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 from localbo.study_handle import load_study
@@ -118,7 +119,7 @@ class Planner:
             done, pending = repo.history(conn, study_id) if handle.needs_history or finite else ([], [])
             failed = repo.failed_candidates(conn, study_id) if finite else []
             avoid = handle.outcomes.failures == "avoid"
-            failed_points = repo.failed_points(conn, study_id) if avoid else None
+            failed_points = outcome_rows.failed_points(conn, study_id) if avoid else None
         if ahead and not handle.plans_now(len(done), len(pending)):
             return PLANNED
         with self.claims.renewing(study_id, token):

@@ -188,25 +188,6 @@ _LOCK_TRIAL = (
 )
 
 
-_STUDY_OUTCOMES = select(
-    studies.c.id,
-    studies.c.created_at,
-    studies.c.objectives,
-    studies.c.constraints,
-    studies.c.failures,
-    studies.c.safety,
-).where(studies.c.name == bindparam("name"))
-
-
-def study_outcomes(conn: Connection, name: str) -> Row | None:
-    """What a tell needs of its study: its identity and outcome spec (``domain/outcomes.py``)."""
-    return conn.execute(_STUDY_OUTCOMES, {"name": name}).first()
-
-
-def set_trial_metrics(conn: Connection, trial_id: int, metrics: dict[str, float] | None, feasible: bool | None) -> None:
-    conn.execute(update(trials).where(trials.c.id == trial_id).values(metrics=metrics, feasible=feasible))
-
-
 def lock_trial(conn: Connection, name: str, number: int) -> Row | None:
     """The trial, locked, found by its study's name and its number, in one round trip (with its study's
     creation time, ``study_created_at``)."""
@@ -342,14 +323,6 @@ def best_trial(conn: Connection, study_id: int, direction: str) -> Row | None:
         .order_by(order, trials.c.number)
         .limit(1)
     ).first()
-
-
-def failed_points(conn: Connection, study_id: int) -> list[list[float]]:
-    """The points of the study's failed trials (where the rig faulted), by number."""
-    rows = conn.execute(
-        select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "failed").order_by(trials.c.number)
-    ).all()
-    return [list(r.x) for r in rows]
 
 
 def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Row]]:
