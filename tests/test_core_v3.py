@@ -14,7 +14,7 @@ from conftest import unique
 from localbo.policies import PolicyConfig, get_policy
 from localbo.policies.minucb import MinUCBConfig
 from localbo.storage.models import Study
-from localbo.workers.wire import WireError, request_from_wire, request_to_wire, suggestion_from_wire
+from localbo.workers.wire import WIRE_VERSION, WireError, request_from_wire, request_to_wire, suggestion_from_wire
 from pydantic import Field
 from sqlalchemy import update
 
@@ -122,7 +122,7 @@ def _request() -> Any:
 
 def test_worker_messages_carry_versions_and_a_mismatch_is_an_error_naming_the_side_to_upgrade() -> None:
     wire = json.loads(json.dumps(request_to_wire("minucb", _request())))
-    assert wire["wire"] == 2 and wire["state"]["schema"] == get_policy("minucb").State.version
+    assert wire["wire"] == WIRE_VERSION and wire["state"]["schema"] == get_policy("minucb").State.version
     name, back = request_from_wire(wire, torch.device("cpu"))
     assert name == "minucb" and back.config == get_policy("minucb").Config()
 
@@ -139,7 +139,7 @@ def test_worker_messages_carry_versions_and_a_mismatch_is_an_error_naming_the_si
     with pytest.raises(WireError, match="newer"):
         request_from_wire(newer_config, torch.device("cpu"))
     with pytest.raises(WireError, match="newer"):
-        suggestion_from_wire({"wire": 2, "X": [[0.5, 0.5]], "state": {"schema": 99, "data": {}}}, "minucb")
+        suggestion_from_wire({"wire": WIRE_VERSION, "X": [[0.5, 0.5]], "state": {"schema": 99, "data": {}}}, "minucb")
 
 
 def test_a_config_version_is_stored_with_every_new_study(api: Any) -> None:

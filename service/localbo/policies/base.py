@@ -211,7 +211,7 @@ class Polytope:
 
 
 # What a policy may declare it serves (``Policy.handles``); a study that needs more is refused at creation.
-CAPABILITIES = ("constraints", "parameter_constraints", "failures", "safety")
+CAPABILITIES = ("constraints", "parameter_constraints", "failures", "safety", "objectives")
 
 
 @dataclass(frozen=True)
@@ -238,6 +238,12 @@ class SuggestRequest(Generic[ConfigT, StateT]):
     polytope: Polytope | None = None  # linear parameter constraints (None: the whole cube)
     X_failed: torch.Tensor | None = None  # f x d, points whose trials failed (set when the study avoids failures)
     max_violation_probability: float | None = None  # safe mode: the chance of a violation a point may have
+    # Several objectives (a study with 2 to 4): Y[i, k] is objective k's value at X[i], every column to minimise
+    # (maximised ones negated, as ``y``); ``y`` is then Y's first column. None: the study has one objective.
+    Y: torch.Tensor | None = None  # n x k
+    # The point of ``Y``'s space a Pareto point must be below (every column) to count in the hypervolume: the
+    # study's ``reference_point`` in minimised units, or one inferred from the data by the engine.
+    reference_point: torch.Tensor | None = None  # k
     generator: torch.Generator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -269,7 +275,8 @@ class Policy(ABC, Generic[ConfigT, StateT]):
     # local step or gradient), "finite" (candidates).
     spaces: ClassVar[frozenset[str]] = frozenset({"continuous"})
     # What else of a study the policy serves (``CAPABILITIES``): outcome constraints (``request.C``), linear
-    # parameter constraints (``request.polytope``), failures to avoid (``request.X_failed``), safe mode.
+    # parameter constraints (``request.polytope``), failures to avoid (``request.X_failed``), safe mode,
+    # several objectives (``request.Y``).
     handles: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod

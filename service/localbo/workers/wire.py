@@ -26,7 +26,7 @@ from localbo.policies import (
     get_policy,
 )
 
-WIRE_VERSION = 2  # 1: no version field, a bare state and config
+WIRE_VERSION = 3  # 1: no version field, a bare state and config; 2: no Y (several objectives)
 
 
 class WireError(ValueError):
@@ -88,6 +88,9 @@ def request_to_wire(policy: str, request: SuggestRequest) -> dict[str, Any]:
         else {k: _rows(getattr(request.polytope, k)) for k in ("A_ub", "b_ub", "A_eq", "b_eq")},
         "X_failed": _rows(request.X_failed),
         "max_violation_probability": request.max_violation_probability,
+        "Y": _rows(request.Y),  # n x k objective values (several objectives), or None
+        "Y_width": None if request.Y is None else int(request.Y.shape[1]),
+        "reference_point": _rows(request.reference_point),  # k, or None
     }
 
 
@@ -128,6 +131,8 @@ def request_from_wire(data: dict[str, Any], device: torch.device) -> tuple[str, 
         ),
         X_failed=None if data.get("X_failed") is None else tensor(data["X_failed"], (-1, d)),
         max_violation_probability=data.get("max_violation_probability"),
+        Y=None if data.get("Y") is None else tensor(data["Y"], (len(data["Y"]), int(data["Y_width"]))),
+        reference_point=None if data.get("reference_point") is None else tensor(data["reference_point"], (-1,)),
     )
     return cls.name, request
 
