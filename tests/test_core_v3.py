@@ -129,7 +129,7 @@ def test_worker_messages_carry_versions_and_a_mismatch_is_an_error_naming_the_si
     older = {k: v for k, v in wire.items() if k not in ("wire", "config_version")} | {"state": {}}
     with pytest.raises(WireError, match="upgrade the sender"):
         request_from_wire(older, torch.device("cpu"))
-    newer = wire | {"wire": 3}
+    newer = wire | {"wire": WIRE_VERSION + 1}
     with pytest.raises(WireError, match="upgrade this side"):
         request_from_wire(newer, torch.device("cpu"))
     newer_state = wire | {"state": {"schema": 99, "data": {}}}
