@@ -132,7 +132,7 @@ def test_external_trials_carry_metrics(api: Any) -> None:
             "constraints.0.op",
             (),
         ),
-        ({"objectives": [{"metric": "y"}, {"metric": "z"}]}, "objectives", ("one objective",)),
+        ({"objectives": [{"metric": "y"}, {"metric": "z"}]}, "objectives", ("several objectives", "morbo")),
         ({"failures": "maybe"}, "failures", ()),
         ({"safety": {"max_violation_probability": 0.05}}, "safety", ()),
     ],

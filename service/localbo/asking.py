@@ -37,6 +37,7 @@ from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, Planned
 from localbo.planning.planner import Planner
+from localbo.safety import safe_fallback
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
@@ -296,6 +297,9 @@ class Asking:
             if row is None:
                 raise NotFound(f"study {study.name!r} not found")
             handle = load_study(row, space)
+            if handle.outcomes.safety is not None:  # never a random point: the safest known one again, or a 409
+                done = repo.history(conn, study.id)[0]
+                return safe_fallback(handle.outcomes, done, handle.seeds(), k, study.name)
             points = fallback_points(space, k, generator, handle.fallback_box(), polytope=handle.polytope())
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)
         return points

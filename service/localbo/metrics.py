@@ -25,6 +25,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from localbo.domain.vocabulary import FALLBACK_SOURCES
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 requests = Counter(
@@ -65,7 +67,7 @@ def observe_request(method: str, route: str, status: int, seconds: float | None)
 
 def count_asked(sources: list[str]) -> None:
     """Trials an ask handed out, by their source: "fallback", or a policy's name / "stale-retry" (the plan)."""
-    fallbacks = sum(1 for s in sources if s == "fallback")
+    fallbacks = sum(1 for s in sources if s in FALLBACK_SOURCES)
     if fallbacks:
         asked.labels("fallback").inc(fallbacks)
     if len(sources) > fallbacks:

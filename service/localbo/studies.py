@@ -25,6 +25,8 @@ from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
 from localbo.json_values import find_problem, readable, size_problem
+from localbo.safety import SEED, start_config
+from localbo.safety import seed_points as safety_seeds
 from localbo.space import SearchSpace, SpaceError
 from localbo.spaces import Spaces
 from localbo.storage import repository as repo
@@ -93,7 +95,13 @@ def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: 
         raise InvalidInput(f"policy_config.{where}" if where else "policy_config", err["msg"]) from None
 
 
-def parse_outcomes(objectives: list[Any] | None, constraints: list[Any] | None, failures: str, safety: Any) -> Outcomes:
+def parse_outcomes(
+    objectives: list[Any] | None,
+    constraints: list[Any] | None,
+    failures: str,
+    safety: Any,
+    reference_point: dict[str, Any] | None = None,
+) -> Outcomes:
     """The study's metrics, objective and outcome constraints, or a 422 naming the field."""
     from pydantic import ValidationError
 
@@ -118,6 +126,7 @@ def parse_outcomes(objectives: list[Any] | None, constraints: list[Any] | None, 
         each("constraints", OutcomeConstraint, constraints),
         "avoid" if failures == "avoid" else "ignore",
         parsed_safety,
+        dict(reference_point) if reference_point is not None else None,
     )
     outcomes.check()
     return outcomes
@@ -132,13 +141,44 @@ def check_capabilities(policy: str, outcomes: Outcomes, linear: bool) -> None:
         "parameter_constraints": ("parameter_constraints", linear),
         "failures": ("failures", outcomes.failures == "avoid"),
         "safety": ("safety", outcomes.safety is not None),
+        "objectives": ("objectives", outcomes.several),
     }
     policies = registry()
     for capability, (field, needed) in needs.items():
         if needed and capability not in policies[policy].handles:
             able = sorted(name for name, cls in policies.items() if capability in cls.handles)
             offer = f"policies that do: {able}" if able else "no policy serves it yet"
-            raise InvalidInput(field, f"the {policy} policy does not serve {field.replace('_', ' ')}; {offer}")
+            what = "several objectives" if capability == "objectives" else field.replace("_", " ")
+            raise InvalidInput(field, f"the {policy} policy does not serve {what}; {offer}")
+
+
+def study_front(conn: Connection, study: Row, outcomes: Outcomes) -> dict[str, Any]:
+    """The study's front (``fronts.front``), cached per identity and result count."""
+    from localbo.fronts import cached_front
+    from localbo.storage.outcomes import completed_outcomes
+
+    rows = completed_outcomes(conn, study.id)
+    last = rows[-1].number if rows else 0
+    return cached_front((study.id, study.created_at, len(rows), last), outcomes, lambda: rows)
+
+
+def with_front(conn: Connection, study: Row, record: StudyRecord) -> StudyRecord:
+    """A multi-objective study's record with its hypervolume in the summary (no single best value there)."""
+    outcomes = Outcomes.from_stored(study)
+    if not outcomes.several:
+        return record
+    found = study_front(conn, study, outcomes)
+    history = found["history"]
+    last = history[-1][0] if history else None
+    summary = record["summary"]
+    summary["best_value"] = None
+    summary["hypervolume"] = found["hypervolume"]
+    summary["hypervolume_reference_point"] = found["reference_point"]
+    summary["hypervolume_history"] = history
+    summary["pareto_size"] = len(found["numbers"])
+    # completed trials after the last one that raised the hypervolume
+    summary["trials_since_improvement"] = None if last is None else sum(1 for n in found["completed"] if n > last)
+    return record
 
 
 def _shown(record: StudyRecord) -> StudyRecord:
@@ -188,6 +228,7 @@ class Studies:
         parameter_constraints: list[Any] | None = None,
         failures: str = "ignore",
         safety: Any = None,
+        reference_point: dict[str, Any] | None = None,
     ) -> StudyRecord:
         finite: FiniteSpec | None = None
         try:
@@ -205,19 +246,20 @@ class Studies:
         config = validate_policy(policy, policy_config, dim, kind)
         from localbo.policies import get_policy  # validated: the policy exists
 
-        outcomes = parse_outcomes(objectives, constraints, failures, safety)
-        linear_rules = None
+        outcomes = parse_outcomes(objectives, constraints, failures, safety, reference_point)
+        linear_rules, linear = None, None
         if parameter_constraints:
             if finite is not None:
                 raise InvalidInput(
                     "parameter_constraints", "a finite space lists its points: leave out the ones to avoid"
                 )
-            linear_rules = [
-                c.model_dump(mode="json") for c in parse_parameter_constraints(parameter_constraints, parsed)[0]
-            ]
+            rules, linear = parse_parameter_constraints(parameter_constraints, parsed)
+            linear_rules = [c.model_dump(mode="json") for c in rules]
         if finite is not None and outcomes.constraints:
             raise InvalidInput("constraints", "outcome constraints on a finite space are not served yet")
         check_capabilities(policy, outcomes, bool(linear_rules))
+        seeds = safety_seeds(outcomes, None if finite is not None else parsed, linear)
+        config = start_config(config, seeds)
         if outcomes.objectives:
             direction = outcomes.objectives[0].direction  # the single objective's: best and summaries read it
 
@@ -239,10 +281,12 @@ class Studies:
             "parameter_constraints": linear_rules,
             "failures": outcomes.failures,
             "safety": outcomes.safety.model_dump(mode="json") if outcomes.safety is not None else None,
+            "reference_point": outcomes.reference_point,
         }
         try:
             with self.write.begin() as conn:
                 study_id = repo.insert_study(conn, values)
+                repo.add_plan(conn, study_id, [(x, SEED, None) for x in seeds], priority=1)  # asked first
                 if finite is not None:
                     kernel = finite.kernel.numpy().tobytes() if finite.kernel is not None else None
                     repo.insert_candidates(conn, study_id, finite.rows(), kernel)
@@ -254,13 +298,35 @@ class Studies:
         with self.db.begin() as conn:
             study = get_row(conn, name)
             summary = summary_of(conn, [study.id]).get(study.id)
-        return _shown(study_out(study, summary))
+            return _shown(with_front(conn, study, study_out(study, summary)))
 
     def list(self) -> list[StudyRecord]:
         with self.db.begin() as conn:
             rows = repo.list_studies(conn)
             summaries = summary_of(conn)
-        return [_shown(study_out(row, summaries.get(row.id))) for row in rows]
+            return [_shown(with_front(conn, row, study_out(row, summaries.get(row.id)))) for row in rows]
+
+    def pareto(self, name: str) -> dict[str, Any]:
+        """A study's Pareto front (its non-dominated feasible trials), hypervolume and history, or a 409 for a
+        study with one objective."""
+        with self.db.begin() as conn:
+            study = get_row(conn, name)
+            outcomes = Outcomes.from_stored(study)
+            if not outcomes.several:
+                raise Conflict(
+                    f"study {name!r} has one objective: its best trial is GET /api/v1/studies/{name}/trials/best"
+                )
+            found = study_front(conn, study, outcomes)
+            rows = [repo.get_trial(conn, study.id, n) for n in found["numbers"]]
+        token = study_token(study.id, study.created_at)
+        return {
+            "objectives": [o.model_dump(mode="json") for o in outcomes.objectives],
+            "trials": [trial_out(r, token) for r in rows if r is not None],
+            "hypervolume": found["hypervolume"],
+            "reference_point": found["reference_point"],
+            "reference_point_inferred": found["reference_point_inferred"],
+            "history": [{"number": int(n), "hypervolume": hv} for n, hv in found["history"]],
+        }
 
     def delete(self, name: str) -> None:
         with self.write.begin() as conn:
@@ -288,6 +354,11 @@ class Studies:
     def best(self, name: str) -> TrialRecord | None:
         with self.db.begin() as conn:
             study = get_row(conn, name)
+            if Outcomes.from_stored(study).several:
+                raise Conflict(
+                    f"study {name!r} has several objectives: its best is a Pareto set, "
+                    f"GET /api/v1/studies/{name}/pareto"
+                )
             row = repo.best_trial(conn, study.id, study.direction)
         return trial_out(row, study_token(study.id, study.created_at)) if row is not None else None
 

@@ -87,6 +87,12 @@ class StudyHandle:
             b_eq=tensor(linear.b_eq, (-1,)),
         )
 
+    def seeds(self) -> list[list[float]]:
+        """Safe mode's seeds in the unit cube (checked at creation), first to last; none on a finite space."""
+        if self.outcomes.safety is None or self.space.candidates is not None:
+            return []
+        return [self.space.snap(self.space.to_unit(seed)[0]) for seed in self.outcomes.safety.seeds]
+
     def plans_now(self, n_complete: int, n_running: int) -> bool:
         if self.policy is None or self.config is None:
             return True  # fallback points: cheap, and the reason is recorded on every plan

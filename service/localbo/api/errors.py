@@ -49,6 +49,11 @@ def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorOut, "description": WHY[code]} for code in codes}
 
 
+def conflict(why: str) -> dict[int | str, dict[str, Any]]:
+    """A route's own 409, said in its own words (``responses(*READ) | conflict(...)``)."""
+    return {409: {"model": ErrorOut, "description": why}}
+
+
 def _text(message: str) -> str:
     """Error text that always encodes: a lone surrogate the client sent is echoed escaped."""
     return message.encode("utf-8", "backslashreplace").decode("utf-8")

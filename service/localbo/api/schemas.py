@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 from localbo import json_values
 from localbo.domain.outcomes import (
     MAX_METRICS,
+    MAX_OBJECTIVES,
     MAX_PARAMETER_CONSTRAINTS,
     MetricName,
     Objective,
@@ -21,6 +22,7 @@ from localbo.domain.outcomes import (
 )
 from localbo.policies import registry
 
+FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 DB_INT_MAX = 2**31 - 1  # the largest trial number or count a database column holds (Postgres INTEGER)
 
@@ -128,9 +130,14 @@ class StudyCreate(Strict):
     seed: WholeNumber | None = Field(default=None, ge=0, lt=2**31, description="Fixes the policy's randomness")
     objectives: list[Objective] | None = Field(
         default=None,
-        max_length=4,
-        description="Named metrics to optimise (one: single-objective); tells then carry values {metric: number}. "
-        "Absent: the one unnamed value, `direction` its way",
+        max_length=MAX_OBJECTIVES,
+        description="Named metrics to optimise; tells then carry values {metric: number}. One: single-objective; "
+        "2 to 4: a Pareto front (GET .../pareto). Absent: the one unnamed value, `direction` its way",
+    )
+    reference_point: dict[MetricName, FiniteNumber] | None = Field(
+        default=None,
+        description="Several objectives: {metric: value} a point must beat in every objective to count in the "
+        "hypervolume, in the metrics' units. Absent: inferred from the data (the summary says which was used)",
     )
     constraints: list[OutcomeConstraint] | None = Field(
         default=None, max_length=MAX_METRICS, description="Outcome constraints: limits every tell measures"
@@ -180,6 +187,20 @@ class StudySummary(BaseModel):
         "last_policy_error) or had no plan within the ask's wait",
     )
     last_fallback_at: datetime | None = Field(default=None, description="When the latest fallback point was handed out")
+    hypervolume: float | None = Field(
+        default=None,
+        description="Several objectives: the volume the Pareto front dominates up to hypervolume_reference_point "
+        "(null on a single-objective study, or before a completed feasible trial)",
+    )
+    hypervolume_reference_point: dict[str, float] | None = Field(
+        default=None,
+        description="Several objectives: the reference point used, {metric: value} (the study's, or inferred)",
+    )
+    hypervolume_history: list[tuple[int, float]] | None = Field(
+        default=None,
+        description="Several objectives: [trial number, hypervolume after it] for each trial that raised it, in order",
+    )
+    pareto_size: int | None = Field(default=None, description="Several objectives: trials on the Pareto front")
 
 
 class StudyOut(BaseModel):
@@ -201,6 +222,7 @@ class StudyOut(BaseModel):
     parameter_constraints: list[ParameterConstraint] | None = None
     failures: Literal["ignore", "avoid"] = "ignore"
     safety: Safety | None = None
+    reference_point: dict[str, float] | None = None
     summary: StudySummary
 
 
@@ -388,3 +410,22 @@ class SurfaceOut(BaseModel):
         default=None, description="centre: the policy's current centre (its display's); best: the best trial"
     )
     model: str | None = Field(default=None, description="The GP and the trials it was fitted to")
+
+
+class HypervolumeStep(BaseModel):
+    number: int = Field(description="The trial that raised the hypervolume")
+    hypervolume: float
+
+
+class ParetoOut(BaseModel):
+    objectives: list[Objective]
+    trials: list[TrialOut] = Field(description="The non-dominated feasible completed trials, by number")
+    hypervolume: float | None = Field(
+        description="The volume the front dominates up to reference_point (null: no result)"
+    )
+    reference_point: dict[str, float] = Field(description="{metric: value} in the metrics' units")
+    reference_point_inferred: bool = Field(
+        description="True: the study gave none; inferred from every completed trial (the worst value of each "
+        "objective, moved a tenth of its range further), so it can move as results come in"
+    )
+    history: list[HypervolumeStep] = Field(description="Each trial that raised the hypervolume, in order")

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from localbo import export as exports
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, IdempotencyKey, ServiceDep, StudyName
-from localbo.api.errors import READ, WRITE, responses
+from localbo.api.errors import READ, WRITE, conflict, responses
 from localbo.api.schemas import (
     DB_INT_MAX,
     AskRequest,
@@ -156,9 +156,14 @@ def get_trial(study: StudyName, number: TrialNumber, service: ServiceDep, who: C
     return service.studies.trial(study, number)
 
 
-@router.get("/best", response_model=TrialOut | None, responses=responses(*READ))
+@router.get(
+    "/best",
+    response_model=TrialOut | None,
+    responses=responses(*READ) | conflict("The study has several objectives: its best is the Pareto set of /pareto"),
+)
 def best(study: StudyName, service: ServiceDep, who: Caller) -> TrialRecord | None:
-    """The best completed trial, or null while there is none."""
+    """The best completed (and, with outcome constraints, feasible) trial, or null while there is none. A study
+    with several objectives has no single best: 409, pointing to ``GET /api/v1/studies/{study}/pareto``."""
     check_read(who, study)
     return service.studies.best(study)
 

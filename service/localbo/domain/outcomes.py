@@ -5,7 +5,10 @@
      "parameter_constraints": [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1}],
      "failures": "avoid"}
 
-A study that names no metrics keeps the one unnamed ``value`` (``direction`` says which way). An outcome
+A study that names no metrics keeps the one unnamed ``value`` (``direction`` says which way). A study with 2 to
+4 objectives trades them off on a Pareto front (``reference_point``: {metric: value} a point must beat in every
+objective to count in the hypervolume; absent, it is inferred from the data); its trials' ``value`` holds the
+first objective's, for the views that read one number. An outcome
 constraint is a black-box limit measured with each trial; a trial is *feasible* when every one holds.
 Parameter constraints are linear in user units over float parameters (a log-scaled one is not linear
 in the unit cube the policies work in, so it is refused); ``LinearConstraints`` is their unit-cube
@@ -27,6 +30,7 @@ MetricName = Annotated[str, StringConstraints(min_length=1, max_length=100, patt
 Finite = Annotated[float, Field(allow_inf_nan=False, strict=True, ge=-1e300, le=1e300)]
 MAX_METRICS = 20
 MAX_PARAMETER_CONSTRAINTS = 50
+MAX_OBJECTIVES = 4
 FEASIBILITY_TOLERANCE = 1e-9  # a point satisfies a parameter constraint within this, in user units
 
 
@@ -70,6 +74,7 @@ class Outcomes:
     constraints: tuple[OutcomeConstraint, ...] = ()
     failures: Literal["ignore", "avoid"] = "ignore"
     safety: Safety | None = None
+    reference_point: dict[str, float] | None = None  # several objectives: in the metrics' units; None: inferred
 
     @classmethod
     def from_stored(cls, row: Any) -> Outcomes:
@@ -80,11 +85,17 @@ class Outcomes:
             tuple(OutcomeConstraint.model_validate(c) for c in mapping.get("constraints") or ()),
             mapping.get("failures") or "ignore",
             Safety.model_validate(mapping["safety"]) if mapping.get("safety") else None,
+            dict(mapping["reference_point"]) if mapping.get("reference_point") else None,
         )
 
     @property
     def named(self) -> bool:
         return bool(self.objectives)
+
+    @property
+    def several(self) -> bool:
+        """Several objectives: a Pareto front, not one best value."""
+        return len(self.objectives) > 1
 
     @property
     def metrics(self) -> list[str]:
@@ -94,8 +105,13 @@ class Outcomes:
     def check(self) -> None:
         """A 422 for what cannot be served: no objective beside constraints, too many metrics, a metric both
         objective and constraint (the constraint would be the objective's own bound: say it as the objective)."""
-        if len(self.objectives) > 1:
-            raise InvalidInput("objectives", f"expected one objective, got {len(self.objectives)}")
+        if len(self.objectives) > MAX_OBJECTIVES:
+            raise InvalidInput("objectives", f"expected 1 to {MAX_OBJECTIVES} objectives, got {len(self.objectives)}")
+        names = [o.metric for o in self.objectives]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise InvalidInput(f"objectives.{i}.metric", f"{name!r} is objectives.{names.index(name)} already")
+        self._check_reference_point(names)
         if self.constraints and not self.objectives:
             raise InvalidInput("objectives", "outcome constraints need a named objective: objectives=[{metric, ...}]")
         objective = {o.metric for o in self.objectives}
@@ -109,6 +125,23 @@ class Outcomes:
         if self.safety is not None and not self.constraints and self.failures != "avoid":
             raise InvalidInput("safety", "safe mode needs outcome constraints or failures: 'avoid' to be safe from")
 
+    def _check_reference_point(self, names: list[str]) -> None:
+        if self.reference_point is None:
+            return
+        if not self.several:
+            raise InvalidInput("reference_point", "a reference point is for several objectives (a Pareto front)")
+        for metric, value in self.reference_point.items():
+            if metric not in names:
+                raise InvalidInput(f"reference_point.{metric}", f"not an objective; the objectives are {names}")
+            finite(f"reference_point.{metric}", value)
+        missing = [m for m in names if m not in self.reference_point]
+        if missing:
+            raise InvalidInput(f"reference_point.{missing[0]}", f"expected a value for every objective {names}")
+
+    def minimised(self, metrics: dict[str, float]) -> list[float]:
+        """Each objective's value to minimise (a maximised one negated), in the objectives' order."""
+        return [metrics[o.metric] * (-1.0 if o.direction == "maximize" else 1.0) for o in self.objectives]
+
     def read(self, values: dict[str, Any] | None, value: float | None) -> tuple[float, dict[str, float] | None]:
         """A complete tell's objective value and its named metrics, or a 422 naming what is missing or wrong."""
         if not self.named:
@@ -116,7 +149,7 @@ class Outcomes:
                 raise InvalidInput("values", "this study names no metrics: tell {'value': number}")
             return finite("value", value), None
         if values is None:
-            if value is not None and not self.constraints:
+            if value is not None and not self.constraints and not self.several:
                 return finite("value", value), {self.objectives[0].metric: finite("value", value)}
             raise InvalidInput("values", f"expected a number for each of the study's metrics {self.metrics}")
         unknown = sorted(set(values) - set(self.metrics))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from sqlalchemy.engine import Row
 
@@ -44,6 +44,11 @@ class StudySummary(TypedDict):
     candidates_remaining: int | None
     n_fallback: int
     last_fallback_at: str | None
+    # several objectives only (``fronts.py``)
+    hypervolume: NotRequired[float | None]
+    hypervolume_reference_point: NotRequired[dict[str, float]]
+    hypervolume_history: NotRequired[list[list[float]]]
+    pareto_size: NotRequired[int]
 
 
 class StudyRecord(TypedDict):
@@ -63,6 +68,7 @@ class StudyRecord(TypedDict):
     parameter_constraints: list[dict[str, Any]] | None
     failures: str
     safety: dict[str, Any] | None
+    reference_point: dict[str, float] | None
     summary: StudySummary
 
 
@@ -117,6 +123,7 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
         "parameter_constraints": row.parameter_constraints,
         "failures": row.failures,
         "safety": row.safety,
+        "reference_point": row.reference_point,
         "summary": {
             "n_trials": int(s.get("n") or 0),
             "n_running": int(s.get("running") or 0),

@@ -23,3 +23,8 @@ class Source(StrEnum):
     FALLBACK = "fallback"  # made up when the policy failed or was late
     STALE_RETRY = "stale-retry"  # the point of a trial whose lease ran out, offered again
     EXTERNAL = "external"  # told by a user, never asked
+    SAFE_FALLBACK = "fallback-safe"  # safe mode, the policy failed or was late: the safest known point again
+    SEED = "seed"  # safe mode: one of the study's seeds, known safe, asked first
+
+
+FALLBACK_SOURCES = (Source.FALLBACK.value, Source.SAFE_FALLBACK.value)  # points the policy did not make

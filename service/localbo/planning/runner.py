@@ -19,9 +19,11 @@ from sqlalchemy.engine import Row
 from localbo import metrics
 from localbo.config import Settings
 from localbo.domain import StudySpace
+from localbo.errors import Conflict
 from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.policies import PolicyConfig, SuggestRequest
 from localbo.policies.base import FiniteSpace, SpaceStructure
+from localbo.safety import safe_fallback, safest_known
 from localbo.storage.models import utcnow
 from localbo.storage.repository import PlanPoint
 from localbo.study_handle import StudyHandle
@@ -72,6 +74,9 @@ class PolicyRunner:
         if cls is None or config is None:  # the study cannot run its policy: fallback points, and why
             metrics.policy_outcomes.labels(study.policy_name, "unloadable").inc()
             return self.fallback(study, done, pending, short, failed, study.problem or "the policy cannot run")
+        if study.outcomes.safety is not None and safest_known(study.outcomes, done, study.seeds()) is None:
+            why = "safety: no seed and no feasible completed trial yet: no point is known safe"
+            return Plan(study.state_version, [], None, f"{utcnow().isoformat()} {why}")
         try:
             request = self.request(study, config, done, pending, short, failed, failed_points)
             local = space.candidates is not None or not cls.needs_history
@@ -91,6 +96,12 @@ class PolicyRunner:
         self, study: StudyHandle, done: Sequence[Row], pending: Sequence[Row], short: int, failed: list[int], why: str
     ) -> Plan:
         """A plan of seeded fallback points (the study's state kept), recording ``why``."""
+        if study.outcomes.safety is not None and study.space.candidates is None:  # never a random point
+            try:
+                points = safe_fallback(study.outcomes, done, study.seeds(), short, study.name)
+            except Conflict as exc:
+                points, why = [], f"{why}; {exc}"
+            return Plan(study.state_version, points, None, f"{utcnow().isoformat()} {why}")
         generator = torch.Generator().manual_seed(mixed_seed(study.seed, FAILURE_SALT, study.state_version))
         space = study.space
         taken = self.taken(space, done, pending, failed)
@@ -120,6 +131,12 @@ class PolicyRunner:
             cs = outcomes.constraints
             C = tensor([[c.violation((r.metrics or {})[c.metric]) for c in cs] for r in done], len(cs))
         safety = outcomes.safety.max_violation_probability if outcomes.safety is not None else None
+        Y, reference = None, None
+        if outcomes.several:  # every objective, to minimise; the reference point in the same units
+            from localbo.fronts import reference_point
+
+            Y = tensor([outcomes.minimised(r.metrics or {}) for r in done], len(outcomes.objectives))
+            reference = torch.tensor(reference_point(outcomes, Y.cpu())[0], dtype=torch.float64, device=self.device)
 
         return SuggestRequest(
             dim=dim,
@@ -139,6 +156,8 @@ class PolicyRunner:
             polytope=study.polytope(self.device),
             X_failed=tensor(failed_points, dim) if failed_points is not None else None,
             max_violation_probability=safety,
+            Y=Y,
+            reference_point=reference,
         )
 
     def finite_request(

@@ -39,6 +39,15 @@ Failed points have no value, so they stay out of the objective's GP and the cent
 completed point. A batch whose results are all failures (new failed points, no new completed result) is a failure
 of the region. Before the first failed point everything is as above.
 
+In safe mode (``request.max_violation_probability`` = delta) nothing is asked that the models do not predict safe:
+
+    start:    no Sobol design; the region starts at the study's first completed points (the engine asks the safe
+              seeds first; with no completed point yet the call re-asks the points pending, i.e. the seeds)
+    safe set: the candidates with P(safe) = prod_j Phi(-mu_j(x) / sigma_j(x)) >= 1 - delta over the constraint GPs
+              (and the failure model's z), independent per constraint: each GP's posterior, not a sample
+    batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again (a point
+              observed feasible). ``display`` shows the safe set's share of the candidates.
+
 With parameter constraints (``request.polytope``) the design is the Sobol sequence's points inside them (or
 hit-and-run samples, ``polytope.design``) and the candidates are hit-and-run samples of region ∩ polytope
 (``polytope.sample``) instead of perturbed Sobol points (perturbing coordinates would leave an equality).
@@ -66,6 +75,7 @@ from localbo.policies.base import (
     KernelKind,
     Policy,
     PolicyConfig,
+    PolicyError,
     PolicyState,
     Progress,
     Suggestion,
@@ -120,6 +130,19 @@ class TurboState(PolicyState):
     active_constraint: int | None = None  # the constraint (index) nearest to, or furthest past, its bound at the centre
     failure_hypers: StoredHypers = None  # the failure model's last fit (failures: "avoid")
     n_failed: int = 0  # failed points seen by the last call (failures: "avoid")
+    safe_share: float | None = None  # safe mode: the share of the last candidates predicted safe
+
+
+def safe_probability(constraints: list[SingleTaskGP], X: Tensor) -> Tensor:
+    """P(every constraint holds) at each row of X (n x d -> n): the product of each GP's Phi(-mu / sigma)."""
+    p = torch.ones(X.shape[0], dtype=torch.float64)
+    normal = torch.distributions.Normal(0.0, 1.0)
+    with torch.no_grad():
+        for m in constraints:
+            post = m.posterior(X)
+            mu, sigma = post.mean.reshape(-1).cpu(), post.variance.reshape(-1).clamp_min(1e-18).sqrt().cpu()
+            p = p * normal.cdf(-mu / sigma)
+    return p
 
 
 def trust_region(centre: Tensor, lengthscale: Tensor, length: float) -> tuple[Tensor, Tensor]:
@@ -217,7 +240,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
     name = "turbo"
     Config = TurboConfig
     State = TurboState
-    handles = frozenset({"constraints", "parameter_constraints", "failures"})
+    handles = frozenset({"constraints", "parameter_constraints", "failures", "safety"})
 
     @classmethod
     def kernel(cls, config: TurboConfig) -> KernelKind:
@@ -250,6 +273,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
             numbers["feasible share"] = round(state.feasible_share, 4)
             numbers["active constraint"] = state.active_constraint
             numbers["centre violation"] = region.violation
+        if state.safe_share is not None:
+            numbers["safe share of candidates"] = round(state.safe_share, 4)
         if state.n_failed:
             numbers["failure model"] = failures.describe(state.n_failed, n_complete + state.n_failed)
         if region.best is None:
@@ -293,7 +318,13 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 keep = region_mask(request, region)
                 X, y, numbers, v = request.X[keep], request.y[keep], request.numbers[keep], v_all[keep]
 
-        if region.best is None and (X.shape[0] < n_init or X.shape[0] < 2):
+        safe = request.max_violation_probability is not None
+        if safe and X.shape[0] == 0:  # nothing measured yet: only the seeds (pending) are known safe
+            if request.X_pending.shape[0] == 0:
+                raise PolicyError("safe mode: no completed point and no seed pending; nothing is known safe")
+            again = request.X_pending[torch.arange(q) % request.X_pending.shape[0]]
+            return Suggestion(X=again, state=state.model_copy(update={"region": region, "counted": sorted(counted)}))
+        if region.best is None and not safe and (X.shape[0] < n_init or X.shape[0] < 2):
             return self._design(request, state, region, counted, q, n_init)
         if region.best is None:  # the design is in: from now on results count as successes or failures
             counted |= set(numbers.tolist())
@@ -324,7 +355,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
             state = state.model_copy(update={"failure_hypers": to_state(failure)})
         lengthscale = model.covar_module.lengthscale.detach().reshape(-1).to(X)  # the model may live on a GPU
         lower, upper = trust_region(X[i], lengthscale, region.length)
-        points = self._thompson(model, constraints, X[i], lower, upper, q, config, request, failure_model)
+        points, safe_share = self._thompson(model, constraints, X[i], lower, upper, q, config, request, failure_model)
+        if safe_share is not None:
+            state = state.model_copy(update={"safe_share": safe_share})
         region = region.model_copy(
             update={
                 "centre": X[i].tolist(),
@@ -360,11 +393,13 @@ class Turbo(Policy[TurboConfig, TurboState]):
         config: TurboConfig,
         request: SuggestRequest[TurboConfig, TurboState],
         failure: SingleTaskGP | None = None,
-    ) -> Tensor:
+    ) -> tuple[Tensor, float | None]:
         """q points: each the argmin of one posterior sample path over the candidates in the box, among those
         feasible in the constraints' sample paths drawn with it (else the least violating in that sample); with a
         failure model (the last of ``constraints``, also given as ``failure``) only among the candidates it
-        predicts not to fail (posterior mean <= 0, i.e. P(not fail) >= 1/2) unless it predicts that of none."""
+        predicts not to fail (posterior mean <= 0, i.e. P(not fail) >= 1/2) unless it predicts that of none.
+        In safe mode only among the candidates predicted safe (the centre again when none is), and the share
+        of candidates that are (None outside safe mode)."""
         d, g = request.dim, request.generator
         n = config.candidates or min(5000, max(2000, 200 * d))
         candidates = Turbo._candidates(centre, lower, upper, n, request)
@@ -376,6 +411,14 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 predicted = failure.posterior(on_model).mean.reshape(-1).cpu() > 0
             if not bool(predicted.all()):
                 ruled_out = predicted
+        safe_share = None
+        if request.max_violation_probability is not None:
+            safe = safe_probability(constraints, on_model) >= 1.0 - request.max_violation_probability
+            safe_share = float(safe.double().mean())
+            if not bool(safe.any()):
+                return centre.expand(q, d).clone(), safe_share
+            ruled_out = ~safe
+            q = min(q, int(safe.sum()))  # never an unsafe point to fill the batch: the centre fills it below
         for _ in range(q):
             values = pathwise_path(model, g)(on_model).detach().cpu()
             if constraints:
@@ -390,8 +433,14 @@ class Turbo(Policy[TurboConfig, TurboState]):
                     values = violation
             if chosen:
                 values[chosen] = math.inf  # q distinct points
+            if ruled_out.any():
+                values[ruled_out] = math.inf
             chosen.append(int(values.argmin()))
-        return candidates[chosen]
+        points = candidates[chosen]
+        short = max(request.count, config.batch_size) - len(chosen)
+        if short > 0:
+            points = torch.cat([points, centre.expand(short, d).to(points)])
+        return points, safe_share
 
     @staticmethod
     def _candidates(

@@ -61,6 +61,7 @@ class Study(Base):
     parameter_constraints: Mapped[list | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     failures: Mapped[str] = mapped_column(String(16), default="ignore", server_default="ignore")
     safety: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    reference_point: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     seed: Mapped[int] = mapped_column(Integer)
     # Policy state and its version: the version is bumped on every write so that a plan
     # computed from a stale snapshot is thrown away (optimistic concurrency).

@@ -16,6 +16,7 @@ _STUDY_OUTCOMES = select(
     studies.c.constraints,
     studies.c.failures,
     studies.c.safety,
+    studies.c.reference_point,
 ).where(studies.c.name == bindparam("name"))
 
 
@@ -34,3 +35,14 @@ def failed_points(conn: Connection, study_id: int) -> list[list[float]]:
         select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "failed").order_by(trials.c.number)
     ).all()
     return [list(r.x) for r in rows]
+
+
+def completed_outcomes(conn: Connection, study_id: int) -> list[Row]:
+    """Every completed trial's (number, metrics, feasible), by number: what a Pareto front is made of."""
+    return list(
+        conn.execute(
+            select(trials.c.number, trials.c.metrics, trials.c.feasible)
+            .where(trials.c.study_id == study_id, trials.c.state == "complete")
+            .order_by(trials.c.number)
+        ).all()
+    )

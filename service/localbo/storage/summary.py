@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Select, case, func, select
 from sqlalchemy.engine import Connection
 
+from localbo.domain.vocabulary import FALLBACK_SOURCES
 from localbo.storage.models import utcnow
 from localbo.storage.repository import studies, trials
 
@@ -46,8 +47,8 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
         func.sum(case((trials.c.state.in_(RESULT_STATES) & (trials.c.completed_at >= hour_ago), 1), else_=0)).label(
             "results_last_hour"
         ),
-        func.sum(case((trials.c.source == "fallback", 1), else_=0)).label("fallback"),
-        func.max(case((trials.c.source == "fallback", trials.c.created_at))).label("last_fallback_at"),
+        func.sum(case((trials.c.source.in_(FALLBACK_SOURCES), 1), else_=0)).label("fallback"),
+        func.max(case((trials.c.source.in_(FALLBACK_SOURCES), trials.c.created_at))).label("last_fallback_at"),
         func.count(case((trials.c.state != "stale", trials.c.candidate)).distinct()).label("asked_candidates"),
     ).group_by(trials.c.study_id)
     ids = None if study_ids is None else list(study_ids)

@@ -1,0 +1,83 @@
+"""Safe mode's engine side (issue 30): where a safe study starts, and what it hands out when its policy is late.
+
+    {"safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.2, "b": 0.1}, ...]}}
+
+- **Seeds** are points the lab knows to be safe. At creation each is checked against the space (a 422 naming
+  ``safety.seeds.<i>.<param>``) and the parameter constraints; they are queued as the study's first points
+  (source ``seed``), and a local policy with no ``x0`` of its own starts at the first one.
+- **No seeds**: the study starts from its first feasible completed trials, told with ``POST .../trials``; until one
+  exists an ask has nowhere safe to go and is a 409 saying so (never a random point).
+- **A late or failing policy** gets no random fallback: the safest known point is asked again (the completed
+  feasible trial with the widest margin to its bounds, each margin relative to its bound's size), else the first
+  seed; its source says so (``fallback-safe``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from localbo.domain.outcomes import LinearConstraints, Outcomes
+from localbo.domain.vocabulary import Source
+from localbo.errors import Conflict, InvalidInput
+from localbo.space import SearchSpace, SpaceError
+
+SAFE_FALLBACK = Source.SAFE_FALLBACK.value
+SEED = Source.SEED.value
+
+
+def seed_points(outcomes: Outcomes, space: SearchSpace | None, linear: LinearConstraints | None) -> list[list[float]]:
+    """The seeds in the unit cube, each checked, or a 422 naming the seed and the parameter."""
+    if outcomes.safety is None or not outcomes.safety.seeds:
+        return []
+    if space is None:
+        raise InvalidInput("safety.seeds", "a finite space's safe points are candidates: tell them as trials")
+    points = []
+    for i, seed in enumerate(outcomes.safety.seeds):
+        try:
+            x = space.to_unit(seed, field=f"safety.seeds.{i}")
+        except SpaceError as exc:
+            raise InvalidInput(exc.field, exc.message) from None
+        if linear and linear.worst(x) > 1e-9:
+            raise InvalidInput(f"safety.seeds.{i}", "breaks the study's parameter_constraints")
+        points.append(space.snap(x))
+    return points
+
+
+def start_config(config: dict[str, Any], seeds: list[list[float]]) -> dict[str, Any]:
+    """A local policy's config starting at the first seed, unless it names its own ``x0``."""
+    if seeds and "x0" in config and config["x0"] is None:
+        return {**config, "x0": seeds[0]}
+    return config
+
+
+def margin(outcomes: Outcomes, metrics: dict[str, float]) -> float:
+    """How far inside its bounds a feasible point is: the smallest margin, each relative to its bound's size."""
+    return min(-c.violation(metrics[c.metric]) / max(1.0, abs(c.bound)) for c in outcomes.constraints)
+
+
+def safest_known(outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]]) -> list[float] | None:
+    """The completed feasible point with the widest margin (the earliest on ties), else the first seed."""
+    feasible = [r for r in done if r.metrics is not None and outcomes.feasible(r.metrics) is not False]
+    if feasible and outcomes.constraints:
+        return list(max(feasible, key=lambda r: (margin(outcomes, r.metrics), -r.number)).x)
+    if feasible:  # failures only: any completed point did not fail
+        return list(feasible[0].x)
+    return seeds[0] if seeds else None
+
+
+def nowhere_safe(name: str) -> Conflict:
+    return Conflict(
+        f"safety: study {name!r} has no seed and no feasible completed trial yet, so no point is known safe; "
+        f"tell one with POST /api/v1/studies/{name}/trials (its params and values) and ask again"
+    )
+
+
+def safe_fallback(
+    outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]], k: int, name: str
+) -> list[tuple[list[float], str, None]]:
+    """``k`` plan points at the safest known point (``safest_known``), or the 409 of ``nowhere_safe``."""
+    x = safest_known(outcomes, done, seeds)
+    if x is None:
+        raise nowhere_safe(name)
+    return [(list(x), SAFE_FALLBACK, None) for _ in range(k)]

@@ -1,0 +1,134 @@
+"""Safe mode (issue 30): the seeds are asked first, nothing is asked before a point is known safe, a late or failing
+policy re-asks the safest known point (never a random one), and turbo asks only points predicted safe.
+
+The API tests run on SQLite and on the real Postgres (the ``api`` fixture).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+import torch
+from conftest import unique
+from localbo.policies import get_policy
+from localbo.policies.requests import make_request
+from test_constraints_api import API, SPACE, ask, refused
+
+SAFE = {
+    "objectives": [{"metric": "yield", "direction": "maximize"}],
+    "constraints": [{"metric": "t_peak", "op": "<=", "bound": 450}],
+}
+
+
+def create(api: Any, **fields: Any) -> Any:
+    return api.post(API, json={"name": unique(), "space": SPACE, "policy": "turbo", "seed": 3} | fields)
+
+
+def test_seeds_are_checked_at_creation(api: Any) -> None:
+    bad = {"max_violation_probability": 0.05, "seeds": [{"a": 0.5, "b": 7}]}
+    refused(create(api, **SAFE, safety=bad), "safety.seeds.0.b", "[0")
+    missing = {"max_violation_probability": 0.05, "seeds": [{"a": 0.5}]}
+    refused(create(api, **SAFE, safety=missing), "safety.seeds.0.b", "missing")
+    outside = {"max_violation_probability": 0.05, "seeds": [{"a": 0.9, "b": 1.9}]}
+    rule = [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1.5}]
+    refused(create(api, **SAFE, safety=outside, parameter_constraints=rule), "safety.seeds.0", "parameter_constraints")
+    refused(create(api, **SAFE, safety={"max_violation_probability": 0.9}), "safety.max_violation_probability")
+    refused(create(api, safety={"max_violation_probability": 0.05}), "safety", "outcome constraints")
+
+
+def test_the_seeds_are_asked_first_then_the_policy_asks_near_them(api: Any) -> None:
+    seeds = [{"a": 0.2, "b": 0.4}, {"a": 0.25, "b": 0.5}]
+    resp = create(api, **SAFE, safety={"max_violation_probability": 0.05, "seeds": seeds})
+    assert resp.status_code == 201, resp.text
+    name = resp.json()["name"]
+    first = ask(api, name, 2)
+    assert [t["source"] for t in first] == ["seed", "seed"] and [t["params"] for t in first] == seeds
+    for trial, t_peak in zip(first, (400.0, 410.0), strict=True):
+        told = {"yield": trial["params"]["a"], "t_peak": t_peak}
+        assert api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"values": told}).status_code == 200
+    (nxt,) = ask(api, name)
+    assert nxt["source"] == "turbo", nxt
+    display = api.get(f"{API}/{name}/policy").json()["display"]
+    assert "safe share of candidates" in display["numbers"]
+
+
+def test_without_seeds_nothing_is_asked_until_a_feasible_trial_is_told(make_client: Any) -> None:
+    api = make_client(ask_wait_seconds=0.5)
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05}).json()["name"]
+    resp = api.post(f"{API}/{name}/ask", json={"count": 1})
+    assert resp.status_code == 409 and resp.json()["detail"].startswith("safety:"), resp.text
+    assert "POST /api/v1/studies" in resp.json()["detail"]
+    known = {"params": {"a": 0.3, "b": 0.3}, "values": {"yield": 0.3, "t_peak": 300.0}}
+    assert api.post(f"{API}/{name}/trials", json=known).status_code == 201
+    (trial,) = ask(api, name)
+    assert trial["source"] in ("turbo", "fallback-safe"), trial
+    assert api.get(f"{API}/{name}").json()["summary"]["n_trials"] == 2, "the 409 stored no trial"
+
+
+def test_a_failing_policy_in_safe_mode_re_asks_the_safest_known_point(
+    make_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Any, request: Any) -> Any:
+        raise RuntimeError("the policy broke")
+
+    monkeypatch.setattr(get_policy("turbo"), "suggest", broken)
+    api = make_client()
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05}).json()["name"]
+    told = (({"a": 0.3, "b": 0.3}, 440.0), ({"a": 0.6, "b": 1.0}, 200.0), ({"a": 0.9, "b": 1.5}, 500.0))
+    for params, t_peak in told:
+        body = {"params": params, "values": {"yield": params["a"], "t_peak": t_peak}}
+        assert api.post(f"{API}/{name}/trials", json=body).status_code == 201
+    trials = ask(api, name, 3)
+    assert [t["source"] for t in trials] == ["fallback-safe"] * 3
+    feasible = [told[0][0], told[1][0]]
+    assert all(t["params"] in feasible for t in trials), "never a random point, never the infeasible one"
+    assert trials[-1]["params"] == {"a": 0.6, "b": 1.0}, "the widest margin to the bound"
+    summary = api.get(f"{API}/{name}").json()["summary"]
+    assert summary["n_fallback"] == 3 and "the policy broke" in api.get(f"{API}/{name}").json()["last_policy_error"]
+
+
+def test_the_safest_known_point_has_the_widest_relative_margin() -> None:
+    from localbo.domain.outcomes import OutcomeConstraint, Outcomes
+    from localbo.safety import safest_known
+
+    outcomes = Outcomes(
+        constraints=(
+            OutcomeConstraint(metric="t", op="<=", bound=450),
+            OutcomeConstraint(metric="p", op=">=", bound=0.9),
+        )
+    )
+
+    class Row:
+        def __init__(self, number: int, x: list[float], t: float, p: float) -> None:
+            self.number, self.x, self.metrics = number, x, {"t": t, "p": p}
+
+    done = [Row(1, [0.1], 100, 0.91), Row(2, [0.2], 400, 0.99), Row(3, [0.3], 460, 1.0)]
+    # margins relative to max(1, |bound|): row 1 min(350/450, 0.01) = 0.01; row 2 min(50/450, 0.09) = 0.09
+    assert safest_known(outcomes, done, [[0.9]]) == [0.2]
+    assert safest_known(outcomes, [done[2]], [[0.9]]) == [0.9], "no feasible trial: the first seed"
+    assert safest_known(outcomes, [], []) is None
+
+
+def test_turbo_in_safe_mode_violates_rarely_and_still_improves() -> None:
+    """Minimise the distance to (0.9, 0.9) with a safe disc of radius 0.35 around the seed (0.3, 0.3)."""
+    target, seed = torch.tensor([0.9, 0.9], dtype=torch.float64), torch.tensor([0.3, 0.3], dtype=torch.float64)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return ((x - target) ** 2).sum(-1)
+
+    def c(x: torch.Tensor) -> torch.Tensor:
+        return ((x - seed) ** 2).sum(-1).sqrt() - 0.35
+
+    X, state, violations = seed.reshape(1, 2), None, 0
+    for _ in range(20):
+        request = make_request("turbo", X, f(X), count=1, state=state, config={"candidates": 400})
+        request = dataclasses.replace(request, C=c(X).reshape(-1, 1), max_violation_probability=0.05)
+        suggestion = get_policy("turbo")().suggest(request)
+        state, x = suggestion.state, suggestion.X[:1]
+        violations += int(c(x) > 0)
+        X = torch.cat([X, x])
+    feasible = c(X) <= 0
+    assert violations <= 2, f"{violations} of 20 points broke the constraint"  # measured: 1 of 30 at seed 0
+    assert float(f(X)[feasible].min()) < 0.5 * float(f(seed)), "it moved towards the target inside the safe disc"
