@@ -155,8 +155,9 @@ def hypervolume_improvement(Z: Tensor, Y: Tensor, reference_point: Tensor) -> Te
 
 def hypervolume_contributions(Y: Tensor, reference_point: Tensor) -> Tensor:
     """n: the volume only row i dominates, HV(F) - HV(F without row i) over the front F of Y (0 for a dominated row, a
-    repeated row or one not below the reference point; the rows it dominates do not step in). Computed as vol[y_i, ref] - HV({max(y_i, y_j) : j != i}): the other rows limited to
-    row i's box, which dominance mostly thins out."""
+    repeated row or one not below the reference point; the rows it dominates do not step in). Computed as
+    vol[y_i, ref] - HV({max(y_i, y_j) : j != i}): the other rows limited to row i's box, which dominance mostly thins
+    out."""
     Y = _as_matrix(Y).cpu()
     ref = _ref(reference_point, Y.shape[-1])
     out = torch.zeros(Y.shape[0], dtype=torch.float64)

@@ -37,7 +37,7 @@ class RandomSearch(Policy[PlanAheadConfig, DrawnState]):
     State = DrawnState
     needs_history = False
     spaces = frozenset({"continuous", "categorical", "finite"})
-    handles = frozenset({"parameter_constraints"})
+    handles = frozenset({"parameter_constraints", "objectives"})  # several objectives: ignored, as the data
 
     def suggest(self, request: SuggestRequest[PlanAheadConfig, DrawnState]) -> Suggestion:
         if request.finite is not None:

@@ -40,7 +40,7 @@ class Sobol(Policy[PlanAheadConfig, DrawnState]):
     State = DrawnState
     needs_history = False
     spaces = frozenset({"continuous", "categorical"})
-    handles = frozenset({"parameter_constraints"})
+    handles = frozenset({"parameter_constraints", "objectives"})  # several objectives: ignored, as the data
 
     @classmethod
     def check_study(cls, dim: int, config: PlanAheadConfig) -> None:

@@ -1,0 +1,283 @@
+"""``qlognehvi``: BoTorch's qLogNoisyExpectedHypervolumeImprovement (Daulton, Balandat, Bakshy, NeurIPS 2021;
+Ament et al., "Unexpected Improvements to Expected Improvement", NeurIPS 2023), a global reference policy for several
+objectives on small d. Every objective is minimised (``request.Y``: n x k).
+
+    design:   n_init = 2 (d + 1) Sobol points in [0, 1]^d (inside the parameter constraints), as BoTorch's tutorials
+    models:   one SingleTaskGP per objective (``gp.fit_model``: ARD Matérn-5/2, BoTorch's priors, warm-started), in a
+              ModelListGP; the objectives negated for BoTorch, which maximises, as is the reference point
+    batch:    q = max(the ask's count, batch_size) points jointly maximising qLogNEHVI(X_baseline = every observed
+              point, X_pending = the pending points, ``mc_samples`` Sobol QMC samples seeded per call), with BoTorch's
+              ``optimize_acqf`` (L-BFGS-B, SLSQP under parameter constraints) from ``num_restarts`` starts chosen among
+              ``raw_samples`` random q-batches (``acqopt.initial_conditions``: BoTorch's rule, explicit generator; under
+              parameter constraints the best of hit-and-run q-batches, ``polytope.sample``)
+
+The reference point is ``request.reference_point`` (the engine's), else ``pareto.infer_reference_point`` of the data.
+Outcome constraints (``request.C``: n x m, <= 0 where one holds): one more GP per constraint on
+bilog(c) = sign(c) log(1 + |c|), passed as BoTorch's ``constraints=`` callables (a sigmoid-smoothed feasibility
+weight on each sample). Under parameter constraints SLSQP's result is clipped to the cube, projected onto the
+equalities and, if still outside, pulled back towards its start (``acqopt.inside``). One objective (``request.Y``
+None): qLogNoisyExpectedImprovement on y, the same models and search. Defaults are modest for a 2-core machine:
+4 restarts, 128 raw samples, 64 MC samples, 100 L-BFGS-B iterations (BoTorch's tutorial: 10, 512, 128, 200).
+BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG.
+
+>>> request = dataclasses.replace(make_request("qlognehvi", X, Y[:, 0], count=2), Y=Y, reference_point=ref)
+>>> QLogNEHVI().suggest(request).X                    # 2 x d
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+from botorch.acquisition.multi_objective.objective import GenericMCMultiOutputObjective
+from botorch.acquisition.objective import GenericMCObjective
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.models import ModelListGP
+from botorch.optim import optimize_acqf
+from botorch.sampling.normal import SobolQMCNormalSampler
+from pydantic import Field
+from torch import Tensor
+
+from localbo.policies import register
+from localbo.policies.acqopt import initial_conditions, inside, unit_bounds
+from localbo.policies.base import (
+    Display,
+    KernelKind,
+    Policy,
+    PolicyConfig,
+    PolicyConfigError,
+    PolicyState,
+    Polytope,
+    Progress,
+    Suggestion,
+    SuggestRequest,
+)
+from localbo.policies.gp import Hypers, fit_model, to_state
+from localbo.policies.pareto import feasible, hypervolume, infer_reference_point, pareto_front
+from localbo.policies.polytope import design, sample
+from localbo.policies.turbo import bilog
+
+SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
+
+
+class QLogNEHVIConfig(PolicyConfig):
+    n_init: int | None = Field(default=None, ge=2, le=10_000, description="Initial Sobol design (2 (d + 1))")
+    batch_size: int = Field(default=1, ge=1, le=64, description="Points per batch q (at least the ask's count)")
+    num_restarts: int = Field(default=4, ge=1, le=64, description="optimize_acqf starts")
+    raw_samples: int = Field(default=128, ge=2, le=10_000, description="Random q-batches the starts are chosen from")
+    mc_samples: int = Field(default=64, ge=4, le=2048, description="Sobol QMC samples of the acquisition")
+    maxiter: int = Field(default=100, ge=1, le=2000, description="L-BFGS-B (SLSQP) iterations per start")
+
+
+class QLogNEHVIState(PolicyState):
+    version = 1
+    design_asked: int = 0
+    n: int = 0  # results seen by the last call
+    hypers: list[Hypers] = Field(default_factory=list)  # the objectives' last fits
+    constraint_hypers: list[Hypers] = Field(default_factory=list)  # the constraints' last fits
+    hypervolume: float | None = None  # of the observed front at the last call
+    front_size: int = 0
+    reference_point: list[float] | None = None
+    acquisition: float | None = None  # the best q-batch's log acquisition value
+
+
+def _linear_constraints(
+    polytope: Polytope, d: int
+) -> tuple[list[tuple[Tensor, Tensor, float]] | None, list[tuple[Tensor, Tensor, float]] | None]:
+    """The polytope as optimize_acqf's (indices, coefficients, rhs) constraints: A_ub u <= b as -A_ub u >= -b."""
+    index = torch.arange(d)
+    A_ub = polytope.A_ub.detach().cpu().double().reshape(-1, d)
+    A_eq = polytope.A_eq.detach().cpu().double().reshape(-1, d)
+    b_ub = polytope.b_ub.detach().cpu().double().reshape(-1)
+    b_eq = polytope.b_eq.detach().cpu().double().reshape(-1)
+    ineq = [(index, -A_ub[i], -float(b_ub[i])) for i in range(A_ub.shape[0])]
+    eq = [(index, A_eq[i], float(b_eq[i])) for i in range(A_eq.shape[0])]
+    return ineq or None, eq or None
+
+
+def _column(i: int) -> Callable[[Tensor], Tensor]:
+    """The i-th output of the samples (a constraint's, <= 0 feasible), as BoTorch's ``constraints=`` callables."""
+    return lambda Z: Z[..., i]
+
+
+def _negated(k: int) -> Callable[[Tensor, Tensor | None], Tensor]:
+    """The objectives for BoTorch, which maximises: -Z[..., :k] (k objectives), or -Z[..., 0] when k is 0 (one)."""
+
+    def objective(Z: Tensor, X: Tensor | None = None) -> Tensor:
+        return -Z[..., :k] if k else -Z[..., 0]
+
+    return objective
+
+
+@register
+class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
+    name = "qlognehvi"
+    Config = QLogNEHVIConfig
+    State = QLogNEHVIState
+    spaces = frozenset({"continuous", "categorical"})
+    handles = frozenset({"objectives", "constraints", "parameter_constraints"})
+
+    @classmethod
+    def check_study(cls, dim: int, config: QLogNEHVIConfig) -> None:
+        if dim > SOBOL_MAX_DIM:
+            raise PolicyConfigError("space", f"qlognehvi supports at most {SOBOL_MAX_DIM} coordinates, got {dim}")
+
+    @classmethod
+    def kernel(cls, config: QLogNEHVIConfig) -> KernelKind:
+        return "matern52"
+
+    @classmethod
+    def display(cls, state: QLogNEHVIState, config: QLogNEHVIConfig, n_complete: int) -> Display | None:
+        numbers: dict[str, float | int | str | None] = {
+            "front size": state.front_size,
+            "hypervolume": state.hypervolume,
+            "log acquisition": state.acquisition,
+        }
+        if state.reference_point is not None:
+            numbers["reference point"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
+        if not state.hypers:
+            total = config.n_init or max(state.design_asked, 1)
+            progress = Progress(done=min(state.design_asked, total), total=total, label="design points asked")
+            return Display(phase="initial design", progress=progress, numbers=numbers)
+        return Display(phase="model-based", numbers=numbers)
+
+    def suggest(self, request: SuggestRequest[QLogNEHVIConfig, QLogNEHVIState]) -> Suggestion:
+        config, state = request.config, request.state
+        d, dev = request.dim, request.device
+        q = max(request.count, config.batch_size)
+        n_init = config.n_init or 2 * (d + 1)
+        X = request.X.detach().to("cpu", torch.float64).reshape(-1, d)
+        n = X.shape[0]
+        if n < n_init or n < 2:
+            k = max(q, n_init - state.design_asked)
+            points = design(request.polytope, d, request.seed % 2**31, state.design_asked, k).to(dev)
+            return Suggestion(X=points, state=state.model_copy(update={"design_asked": state.design_asked + k}))
+        Y = (request.Y if request.Y is not None else request.y.reshape(-1, 1)).detach().to("cpu", torch.float64)
+        Y = Y.reshape(n, -1)
+        k = Y.shape[1]
+        C = request.C.detach().to("cpu", torch.float64).reshape(n, -1) if request.C is not None else None
+        C = C if C is not None and C.shape[-1] else None
+        m = 0 if C is None else C.shape[1]
+        ok = feasible(C, n)
+        if request.reference_point is not None:
+            ref = request.reference_point.detach().to("cpu", torch.float64).reshape(-1)
+        else:
+            ref = infer_reference_point(Y[ok] if bool(ok.any()) else Y)
+
+        g = request.generator
+        warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k else [None] * k
+        warm_c: list[Hypers | None] = list(state.constraint_hypers) if len(state.constraint_hypers) == m else [None] * m
+        objectives = [fit_model(X, Y[:, j], "matern52", warm[j], device=dev, generator=g) for j in range(k)]
+        constraints = [
+            fit_model(X, bilog(C[:, j]), "matern52", warm_c[j], device=dev, generator=g)
+            for j in range(m)
+            if C is not None
+        ]
+        like = objectives[0].train_inputs[0]  # the models' device and dtype
+        acq = self._acquisition(ModelListGP(*objectives, *constraints), X, request, ref, k, m, config, g, like)
+        points, value = self._optimise(acq, q, config, request, g, like)
+        front = pareto_front(Y, C) & (Y < ref).all(-1)
+        new = state.model_copy(
+            update={
+                "n": n,
+                "hypers": [to_state(model) for model in objectives],
+                "constraint_hypers": [to_state(model) for model in constraints],
+                "hypervolume": hypervolume(Y[front], ref) if bool(front.any()) else 0.0,
+                "front_size": int(front.sum()),
+                "reference_point": ref.tolist(),
+                "acquisition": value,
+            }
+        )
+        return Suggestion(X=points.to(dev), state=new)
+
+    @staticmethod
+    def _acquisition(
+        model: ModelListGP,
+        X: Tensor,
+        request: SuggestRequest[QLogNEHVIConfig, QLogNEHVIState],
+        ref: Tensor,
+        k: int,
+        m: int,
+        config: QLogNEHVIConfig,
+        g: torch.Generator,
+        like: Tensor,
+    ) -> AcquisitionFunction:
+        """qLogNEHVI (k >= 2) or qLogNEI (k = 1) on the negated objectives, the constraints as callables."""
+        seed = int(torch.randint(2**31 - 1, (1,), generator=g))
+        sampler = SobolQMCNormalSampler(sample_shape=torch.Size([config.mc_samples]), seed=seed)
+        pending = request.X_pending.detach().reshape(-1, request.dim).to(like)
+        outcome_constraints = [_column(k + j) for j in range(m)]
+        common: dict[str, Any] = {
+            "X_baseline": X.to(like),
+            "sampler": sampler,
+            "X_pending": pending if pending.shape[0] else None,
+            "prune_baseline": False,  # BoTorch's pruning seeds its sampler from torch's global RNG
+            "constraints": outcome_constraints or None,
+        }
+        if k == 1:
+            return qLogNoisyExpectedImprovement(model, objective=GenericMCObjective(_negated(0)), **common)
+        return qLogNoisyExpectedHypervolumeImprovement(
+            model,
+            ref_point=(-ref).tolist(),
+            objective=GenericMCMultiOutputObjective(_negated(k)),
+            **common,
+        )
+
+    @staticmethod
+    def _optimise(
+        acq: AcquisitionFunction,
+        q: int,
+        config: QLogNEHVIConfig,
+        request: SuggestRequest[QLogNEHVIConfig, QLogNEHVIState],
+        g: torch.Generator,
+        like: Tensor,
+    ) -> tuple[Tensor, float | None]:
+        """The best q-batch found by optimize_acqf from the chosen starts, inside the parameter constraints."""
+        d = request.dim
+        bounds = unit_bounds(d).to(like)
+        polytope = request.polytope
+        ineq = eq = None
+        if polytope is None:
+            starts = initial_conditions(acq, bounds, q, config.num_restarts, config.raw_samples, g)
+        else:
+            ineq, eq = _linear_constraints(polytope, d)
+            raw = sample(polytope, config.raw_samples * q, g, thinning=1).to(bounds).reshape(-1, q, d)
+            with torch.no_grad():
+                values = acq(raw)
+            values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
+            starts = raw[values.argsort(descending=True, stable=True)[: config.num_restarts]]
+        with warnings.catch_warnings():  # L-BFGS-B / SLSQP stopping at maxiter is expected with modest settings
+            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", OptimizationWarning)
+            found, _ = optimize_acqf(
+                acq,
+                bounds,
+                q=q,
+                num_restarts=starts.shape[0],
+                batch_initial_conditions=starts,
+                options={"maxiter": config.maxiter},
+                inequality_constraints=ineq,
+                equality_constraints=eq,
+                return_best_only=False,
+                retry_on_optimization_warning=False,
+            )
+        found = found.detach().reshape(-1, q, d).clamp(0, 1)
+        if polytope is not None:
+            lo, hi = torch.zeros(d, dtype=torch.float64), torch.ones(d, dtype=torch.float64)
+            found = torch.stack(
+                [
+                    inside(b.cpu().double(), s.cpu().double(), lo, hi, polytope)
+                    for b, s in zip(found, starts, strict=True)
+                ]
+            ).to(bounds)
+        with torch.no_grad():
+            values = acq(found)
+        values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
+        best = int(values.argmax())
+        value = float(values[best])
+        return found[best].cpu(), value if value > -torch.inf else None
