@@ -3,8 +3,9 @@
 The front is the non-dominated set of the completed trials that are feasible (or of a study without outcome
 constraints); the hypervolume is the volume they dominate up to the reference point, computed by BoTorch's
 utilities (``policies/pareto.py``) in minimised units (a maximised objective negated: volumes do not change).
-The reference point is the study's, or inferred from every completed trial (``pareto.infer_reference_point``)
-and said so; the history then uses the same inferred point throughout, so its values compare with each other.
+The reference point is the study's, or inferred from the feasible completed trials (``pareto.infer_reference_point``:
+the nadir of their front plus a tenth of its range) and said so; the history then uses the same inferred point
+throughout, so its values compare with each other (and move when a new result moves the point).
 
 The history lists the trials that raised the hypervolume, (number, hypervolume after it), in trial order: a
 trial that adds nothing to the front adds no entry. Answers are cached per study identity and result count.
@@ -24,7 +25,8 @@ _CACHE: BoundedCache[dict[str, Any]] = BoundedCache(max_cost=256)
 
 
 def reference_point(outcomes: Outcomes, Y: torch.Tensor) -> tuple[list[float], bool]:
-    """The reference point in minimised units (``Y``: n x k minimised values) and whether it was inferred."""
+    """The reference point in minimised units and whether it was inferred (``Y``: n x k minimised values of the
+    feasible completed trials, what it is inferred from)."""
     if outcomes.reference_point is not None:
         return outcomes.minimised(outcomes.reference_point), False
     if Y.shape[0] == 0:
@@ -42,10 +44,7 @@ def front(outcomes: Outcomes, done: Sequence[Any]) -> dict[str, Any]:
     rows = [r for r in done if r.metrics is not None and r.feasible is not False]
     k = len(outcomes.objectives)
     Y = torch.tensor([outcomes.minimised(r.metrics) for r in rows], dtype=torch.float64).reshape(-1, k)
-    every = torch.tensor(
-        [outcomes.minimised(r.metrics) for r in done if r.metrics is not None], dtype=torch.float64
-    ).reshape(-1, k)
-    ref, inferred = reference_point(outcomes, every)
+    ref, inferred = reference_point(outcomes, Y)
     ref_t = torch.tensor(ref, dtype=torch.float64)
     mask = non_dominated(Y) if len(rows) else torch.zeros(0, dtype=torch.bool)
     history: list[list[float]] = []

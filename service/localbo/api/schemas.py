@@ -425,7 +425,7 @@ class ParetoOut(BaseModel):
     )
     reference_point: dict[str, float] = Field(description="{metric: value} in the metrics' units")
     reference_point_inferred: bool = Field(
-        description="True: the study gave none; inferred from every completed trial (the worst value of each "
-        "objective, moved a tenth of its range further), so it can move as results come in"
+        description="True: the study gave none; inferred from the feasible completed trials (each objective's "
+        "worst value on their front, moved a tenth of the front's range further), so it can move as results come in"
     )
     history: list[HypervolumeStep] = Field(description="Each trial that raised the hypervolume, in order")

@@ -136,7 +136,10 @@ class PolicyRunner:
             from localbo.fronts import reference_point
 
             Y = tensor([outcomes.minimised(r.metrics or {}) for r in done], len(outcomes.objectives))
-            reference = torch.tensor(reference_point(outcomes, Y.cpu())[0], dtype=torch.float64, device=self.device)
+            feasible = torch.tensor([outcomes.feasible(r.metrics) is not False for r in done], dtype=torch.bool)
+            inferred_from = Y.cpu()[feasible] if bool(feasible.any()) else Y.cpu()
+            ref = reference_point(outcomes, inferred_from)[0]
+            reference = torch.tensor(ref, dtype=torch.float64, device=self.device)
 
         return SuggestRequest(
             dim=dim,
