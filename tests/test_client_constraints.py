@@ -143,17 +143,15 @@ def test_optimize_takes_an_objective_that_returns_named_values(client: Client) -
     assert [t.state for t in broken.trials()] == ["failed"], "the trial is failed, as for an objective's error"
 
 
-@pytest.mark.parametrize(
-    ("fields", "field"),
-    [
-        ({"safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.2, "b": 0.2, "c": 0.6}]}}, "safety"),
-    ],
-)
-def test_safety_reaches_the_server(client: Client, fields: dict[str, Any], field: str) -> None:
-    """Sent as given: no policy serves it yet, and the server says so naming the field."""
-    name = unique("unserved")
-    with pytest.raises(BadRequest, match=rf"^422: {field}:.*no policy serves it yet"):
-        client.create_study(name, MIXTURE, policy="turbo", objectives=YIELD, constraints=PURITY, **fields)
+def test_safety_reaches_the_server_and_the_seeds_are_asked_first(client: Client) -> None:
+    seeds = [{"a": 0.2, "b": 0.2, "c": 0.6}]
+    safety: Safety = {"max_violation_probability": 0.05, "seeds": seeds}
+    study = client.create_study(
+        unique("safe"), MIXTURE, policy="turbo", objectives=YIELD, constraints=PURITY, safety=safety
+    )
+    assert study.info["safety"] == safety
+    first = study.ask()
+    assert first.source == "seed" and first.params == seeds[0]
 
 
 def test_failures_avoid_reaches_the_server(client: Client) -> None:
@@ -161,13 +159,13 @@ def test_failures_avoid_reaches_the_server(client: Client) -> None:
         unique("avoid"), MIXTURE, policy="turbo", objectives=YIELD, constraints=PURITY, failures="avoid"
     )
     assert study.info["failures"] == "avoid"
-    with pytest.raises(BadRequest, match=r"^422: failures: the minucb policy .*turbo"):
-        client.create_study(unique("avoid"), MIXTURE, policy="minucb", failures="avoid")
+    with pytest.raises(BadRequest, match=r"^422: failures: the sobol policy .*turbo"):
+        client.create_study(unique("avoid"), MIXTURE, policy="sobol", failures="avoid")
 
 
 def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can(client: Client) -> None:
-    with pytest.raises(BadRequest, match=r"constraints: the minucb policy .*turbo"):
-        client.create_study(unique("minucb"), MIXTURE, policy="minucb", objectives=YIELD, constraints=PURITY)
+    with pytest.raises(BadRequest, match=r"constraints: the sobol policy .*turbo"):
+        client.create_study(unique("sobol"), MIXTURE, policy="sobol", objectives=YIELD, constraints=PURITY)
 
 
 class Recorder:

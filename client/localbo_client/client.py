@@ -12,7 +12,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
 import httpx
@@ -139,6 +139,7 @@ class Client:
         parameter_constraints: Sequence[ParameterConstraint] | None = None,
         failures: Failures | None = None,
         safety: Safety | None = None,
+        reference_point: Mapping[str, float] | None = None,
     ) -> Study:
         """Create a study; ``load_if_exists``: get the study of that name if there is one (a 409 otherwise).
 
@@ -158,9 +159,12 @@ class Client:
                 parameter_constraints=[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}],
             )
 
-        - ``objectives``: one named metric to optimise, ``[{"metric": "yield", "direction": "maximize"}]``;
-          tells then carry named values (``study.tell(trial, {"yield": 0.81, ...})``) and the objective's
-          direction is the study's.
+        - ``objectives``: named metrics to optimise, ``[{"metric": "yield", "direction": "maximize"}]``;
+          tells then carry named values (``study.tell(trial, {"yield": 0.81, ...})``). One objective: its
+          direction is the study's. Two to four: a Pareto front (``study.pareto``, ``study.hypervolume``; no
+          single ``best``), served by ``morbo``, ``qlognehvi``, ``random`` and ``sobol``; ``reference_point``
+          (``{metric: value}``, each objective's worst value worth counting) bounds the hypervolume, inferred
+          from the results when not given.
         - ``constraints``: outcome constraints, ``[{"metric": "purity", "op": ">=", "bound": 0.95}]``: every tell
           carries each metric, a trial is feasible when all hold, and ``study.best`` is the best feasible trial.
           Served by the ``turbo`` (SCBO), ``ei`` and ``ucb`` policies; the server refuses others with a
@@ -168,8 +172,11 @@ class Client:
         - ``parameter_constraints``: linear, over float parameters in the space's units,
           ``[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}]``; every point handed out satisfies
           them. Served by ``random``, ``sobol``, ``turbo`` and the global policies.
-        - ``failures`` (``"ignore"`` | ``"avoid"``) and ``safety`` (safe mode): part of the contract, but no
-          policy serves them yet; the server refuses such a study with a ``BadRequest`` naming the field.
+        - ``failures="avoid"``: failed trials mark where the rig faults and the policy steers away (``turbo``,
+          ``ei``, ``ucb`` and the local policies serve it).
+        - ``safety`` (safe mode): ``{"max_violation_probability": 0.05, "seeds": [{...params known safe...}]}``;
+          only points predicted to meet every outcome constraint with that chance are asked, starting at the
+          seeds (or at the first feasible trials you add). Served by ``turbo`` and the local policies.
         """
         body: dict[str, Any] = {
             "name": name,
@@ -190,6 +197,8 @@ class Client:
             body["failures"] = failures
         if safety is not None:
             body["safety"] = dict(safety)
+        if reference_point is not None:
+            body["reference_point"] = dict(reference_point)
         try:
             data = self.request("POST", "/api/v1/studies", json=body)
         except LocalboError as exc:
@@ -373,8 +382,28 @@ class Study:
             after = page["next_after"]
 
     @property
+    def pareto(self) -> list[Trial]:
+        """A study with several objectives: its Pareto front, the non-dominated feasible completed trials by number
+        (``Conflict`` for a study with one objective: its ``best`` answers)."""
+        return [Trial.from_json(t, self) for t in self.client.request("GET", f"{self._path}/pareto")["trials"]]
+
+    @property
+    def hypervolume(self) -> float | None:
+        """A study with several objectives: the volume its front dominates up to the reference point (None before
+        a feasible result); ``front()`` has the reference point used and the history."""
+        value = self.front()["hypervolume"]
+        return None if value is None else float(value)
+
+    def front(self) -> dict[str, Any]:
+        """``GET .../pareto`` as the server answers it: trials, hypervolume, reference_point (and whether it was
+        inferred), history."""
+        data: dict[str, Any] = self.client.request("GET", f"{self._path}/pareto")
+        return data
+
+    @property
     def best(self) -> Trial | None:
-        """The best trial: the best *feasible* one in a study with outcome constraints (None until one is)."""
+        """The best trial: the best *feasible* one in a study with outcome constraints (None until one is).
+        ``Conflict`` for a study with several objectives: see ``pareto``."""
         data = self.client.request("GET", f"{self._path}/best")
         return Trial.from_json(data, self) if data else None
 

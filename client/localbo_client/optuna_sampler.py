@@ -31,6 +31,15 @@ samplers do). The policy must serve outcome constraints: ``turbo`` (SCBO, the de
     study.optimize(objective, n_trials=60)
     study.best_trial                        # the best feasible trial, on Optuna's side as on localbo's
 
+Several objectives: an Optuna study created with ``directions=[...]`` becomes a localbo study with one objective per
+direction, named ``objective0`` .. ``objective{k-1}``; each tell carries every value. The policy must serve several
+objectives: ``morbo`` (the default then), ``qlognehvi``, ``random`` or ``sobol``. ``study.best_trials`` is Optuna's
+Pareto front; the localbo study's is ``client.get_study(name).pareto``.
+
+    sampler = LocalBOSampler(url, space=space)              # morbo, for the two directions below
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study.optimize(lambda t: (yield_of(t), cost_of(t)), n_trials=60)
+
 Needs ``pip install "localbo-client[optuna]"``; the rest of the client needs only httpx.
 """
 
@@ -57,6 +66,11 @@ STUDY_ATTR = "localbo:study"  # the localbo study behind an Optuna study
 # optuna.study._constrained_optimization._CONSTRAINTS_KEY)
 CONSTRAINTS_ATTR = "constraints"
 OBJECTIVE_METRIC = "objective"  # the localbo metric of the Optuna objective, in a study with constraints
+
+
+def objective_metric(i: int, several: bool) -> str:
+    """The localbo metric of Optuna's ``i``-th objective: ``objective``, or ``objective{i}`` among several."""
+    return f"{OBJECTIVE_METRIC}{i}" if several else OBJECTIVE_METRIC
 
 
 def localbo_space(distributions: dict[str, BaseDistribution]) -> dict[str, dict[str, Any]]:
@@ -99,7 +113,8 @@ def localbo_constraints(n_constraints: int) -> list[dict[str, Any]]:
 class LocalBOSampler(BaseSampler):
     """An Optuna sampler whose points come from a localbo policy (see the module's docstring).
 
-    ``policy``: the localbo policy (``minucb`` by default; ``turbo`` by default with ``constraints_func``).
+    ``policy``: the localbo policy (``minucb`` by default; ``turbo`` by default with ``constraints_func``; ``morbo`` by
+    default for an Optuna study with several directions).
     ``space``: Optuna distributions to mirror from the first trial; without it, the sampler infers the space
     after ``n_startup_trials`` completed trials that ``independent_sampler`` draws.
 
@@ -133,7 +148,7 @@ class LocalBOSampler(BaseSampler):
         if n_constraints is not None and (constraints_func is None or n_constraints < 1):
             raise ValueError("n_constraints: the count of the values constraints_func returns (1 or more)")
         self.client = client or Client(url, token=token)
-        self.policy = policy or ("turbo" if constraints_func is not None else "minucb")
+        self.policy = policy  # None: chosen for the study (``_policy_for``)
         self.policy_config, self.seed = policy_config, seed
         self.constraints_func, self.n_constraints = constraints_func, n_constraints
         self.space = localbo_space(space) if space is not None else None
@@ -202,7 +217,7 @@ class LocalBOSampler(BaseSampler):
         remote = self._localbo_study(study, None)
         if state == TrialState.COMPLETE and values is not None:
             try:  # constraint values that do not fit the study: every trial would fail, so the caller hears of it
-                result = self._result(remote, study._storage.get_trial_system_attrs(trial._trial_id), values[0])
+                result = self._result(remote, study._storage.get_trial_system_attrs(trial._trial_id), values)
             except ValueError as exc:
                 remote.fail(number, f"failed in Optuna: {exc}"[:1000])
                 raise
@@ -219,17 +234,20 @@ class LocalBOSampler(BaseSampler):
             why = trial.system_attrs.get("fail_reason") or "the objective raised or returned no usable value"
             remote.fail(number, f"failed in Optuna: {why}"[:1000])
 
-    def _result(self, remote: Study, system_attrs: dict[str, Any], value: float) -> Result:
-        """What the localbo study is told for a complete trial: its value, or, with constraints, the named values
-        of the objective and of each constraint (as Optuna stored them in the trial's ``system_attrs``)."""
+    def _result(self, remote: Study, system_attrs: dict[str, Any], values: Sequence[float]) -> Result:
+        """What the localbo study is told for a complete trial: its value, or, with constraints or several
+        objectives, the named values of each objective and each constraint (as Optuna stored them in the trial's
+        ``system_attrs``)."""
+        several = len(values) > 1
+        named = {objective_metric(i, several): v for i, v in enumerate(values)}
         if self.constraints_func is None:
-            return value
+            return named if several else values[0]
         stored = system_attrs.get(CONSTRAINTS_ATTR)
         expected = len(remote.info.get("constraints") or [])
         if stored is None or len(stored) != expected:
             got = "none" if stored is None else f"{len(stored)} values"
             raise ValueError(f"constraints_func: expected {expected} constraint values for the trial, got {got}")
-        return {OBJECTIVE_METRIC: value, **{constraint_metric(j): c for j, c in enumerate(stored)}}
+        return {**named, **{constraint_metric(j): c for j, c in enumerate(stored)}}
 
     def reseed_rng(self) -> None:
         self.independent.reseed_rng()
@@ -240,37 +258,41 @@ class LocalBOSampler(BaseSampler):
         with self._lock:
             if key in self._studies:
                 return self._studies[key]
-            if len(study.directions) != 1:
-                raise ValueError("LocalBOSampler optimises one objective; this Optuna study has several")
             shared = study._storage.get_study_system_attrs(key).get(STUDY_ATTR)  # another process's choice
             name = shared or self.study_name or f"optuna-{study.study_name}"
             space = self.space if self.space is not None else localbo_space(search_space or {})
-            direction = "maximize" if study.direction == optuna.study.StudyDirection.MAXIMIZE else "minimize"
+            ways = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize" for d in study.directions]
+            direction, several = ways[0], len(ways) > 1
             outcomes: dict[str, Any] = {}
+            if several:
+                objectives = [{"metric": objective_metric(i, True), "direction": way} for i, way in enumerate(ways)]
+                outcomes = {"objectives": objectives}
             if self.constraints_func is not None:
                 n_constraints = self._constraint_count(study)
                 if n_constraints is None:  # a trial asked for in another process: this one has seen none done
                     raise ValueError("constraints_func: no trial is done yet; give the sampler n_constraints")
                 outcomes = {
-                    "objectives": [{"metric": OBJECTIVE_METRIC, "direction": direction}],
+                    "objectives": outcomes.get("objectives") or [{"metric": OBJECTIVE_METRIC, "direction": direction}],
                     "constraints": localbo_constraints(n_constraints),
                 }
+            policy = self.policy or ("morbo" if several else "turbo" if self.constraints_func is not None else "minucb")
             try:
                 remote = self.client.create_study(
                     name,
                     space,
                     direction,
-                    self.policy,
+                    policy,
                     self.policy_config,
                     seed=self.seed,
                     load_if_exists=True,
                     **outcomes,
                 )
             except BadRequest as exc:
-                if outcomes and exc.detail.startswith("constraints:"):
+                if outcomes and exc.detail.startswith(("constraints:", "objectives:")):
+                    need = "outcome constraints" if exc.detail.startswith("constraints:") else "several objectives"
                     raise ValueError(
-                        f"LocalBOSampler: constraints_func needs a policy that serves outcome constraints "
-                        f"(turbo, ei or ucb), not {self.policy!r}; the server says: {exc.detail}"
+                        f"LocalBOSampler: this Optuna study needs a policy that serves {need}, not {policy!r}; "
+                        f"the server says: {exc.detail}"
                     ) from exc
                 raise
             if _canonical(remote.info.get("space", {})) != _canonical(space):
@@ -290,9 +312,9 @@ class LocalBOSampler(BaseSampler):
         """The start-up trials, told to the new localbo study as external trials (with constraints: those
         whose constraint values Optuna stored, all of them finite)."""
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            if set(space) <= set(t.params) and t.value is not None:
+            if set(space) <= set(t.params) and t.values is not None:
                 try:
-                    result = self._result(remote, t.system_attrs, t.value)
+                    result = self._result(remote, t.system_attrs, t.values)
                     result_body(result)
                 except ValueError:
                     continue  # nothing localbo can store: the policy never hears of it

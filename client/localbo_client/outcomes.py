@@ -36,7 +36,7 @@ __all__ = [
 Direction = Literal["minimize", "maximize"]
 Failures = Literal["ignore", "avoid"]
 """``"ignore"`` (the default): a failed trial teaches nothing. ``"avoid"``: failed trials mark where the rig
-faults and the policy steers away (no policy serves it yet: the server refuses it with a 422)."""
+faults and the policy steers away (turbo, ei, ucb and the local policies serve it)."""
 
 Result = float | Mapping[str, float]
 """What a tell carries: one number (the unnamed ``value``, or a study's single objective when it has no
@@ -52,8 +52,8 @@ class Objective(_ObjectiveRequired, total=False):
 
         {"metric": "yield", "direction": "maximize"}
 
-    A study takes one objective (``objectives=[...]`` with one entry); its direction is the study's, whatever
-    ``direction=`` says.
+    One objective: its direction is the study's, whatever ``direction=`` says. Two to four: a Pareto front
+    (``Study.pareto``), each objective with its own direction.
     """
 
     direction: Direction
@@ -95,7 +95,8 @@ class Safety(_SafetyRequired, total=False):
 
         {"max_violation_probability": 0.05, "seeds": [{"a": 0.3, "b": 0.3, "c": 0.4}]}
 
-    No policy serves safe mode yet: the server refuses such a study with a 422 naming ``safety``.
+    Without seeds the study starts from the first feasible trials you add (``Study.add_trial``); until one exists
+    an ask is a ``Conflict``. Served by ``turbo`` and the local policies (``minucb``, ``la-minucb``, ``gibo``).
     """
 
     seeds: list[dict[str, Any]]
