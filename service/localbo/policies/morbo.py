@@ -24,8 +24,10 @@ together by the hypervolume improvement of Thompson samples. Every objective is 
               constraints, ``polytope.sample``). Each candidate's value is its hypervolume improvement over the
               observed front plus the same sample at the pending points and the points already picked (the paper's
               sequential greedy selection); the pick is the best candidate over all regions, by this rule first:
-              (3) a largest positive improvement, else (2) the lowest random scalarisation sum_j w_j (f_j - min_j) /
-              range_j (w uniform on the simplex, one per pick; the paper's tie-break), else (1) under constraints, when
+              (3) a largest positive improvement, else (2) the lowest random Chebyshev scalarisation
+              max_j w_j (f_j - ref_j) / s_j (w uniform on the simplex, one per pick; s_j = ref_j - the best y_j, or
+              y_j's range where none is below ref_j; the paper's tie-break, a linear one there), else (1) under
+              constraints, when
               no candidate is feasible in its sample, the least total sampled violation
     update:   each new result belongs to the region that proposed it (by its point; else to the region whose box holds
               it); a region whose new results raise the previous front's hypervolume by more than ``success_margin``
@@ -159,6 +161,13 @@ def winsorized(y: Tensor, share: float) -> Tensor:
         return y
     cap = y.sort().values[y.shape[0] - k - 1]
     return y.clamp_max(cap)
+
+
+def ref_scale(Y: Tensor, ref: Tensor) -> Tensor:
+    """k: each objective's unit for distances from the reference point: ref - its best value, or its range (at least
+    1e-12) where no value is below ref."""
+    ideal, span = Y.amin(0), (Y.amax(0) - Y.amin(0)).clamp_min(1e-12)
+    return torch.where(ref > ideal, ref - ideal, span)
 
 
 def box(centre: Tensor, length: float) -> tuple[Tensor, Tensor]:
@@ -390,8 +399,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
             else:
                 index = ok.nonzero()[:, 0]
                 index = index[non_dominated(Y[index])]
-                span = (Y.amax(0) - Y.amin(0)).clamp_min(1e-12)
-                past = ((Y[index] - ref) / span).amax(-1)
+                past = ((Y[index] - ref) / ref_scale(Y, ref)).amax(-1)
                 order = index[past.argsort(stable=True)].tolist()
             return [order[i % len(order)] for i in range(len(regions))]
         index = front.nonzero()[:, 0]
@@ -509,7 +517,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
             candidates.append(self._candidates(bases, lower, upper, config.candidates, request))
         used = [torch.zeros(cands.shape[0], dtype=torch.bool) for cands in candidates]
         observed = Y[front]
-        low, span = Y.amin(0), (Y.amax(0) - Y.amin(0)).clamp_min(1e-12)
+        scale = ref_scale(Y, ref)
         pending = request.X_pending.detach().to("cpu", torch.float64).reshape(-1, d)
         chosen: list[Tensor] = []
         owners: list[int] = []
@@ -541,7 +549,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
                     if bool((gain > 0).any()):
                         score, rule = gain, 3
                     else:
-                        scalar = ((Fc - low) / span) @ weights
+                        scalar = (weights * (Fc - ref) / scale).amax(-1)  # Chebyshev, past the reference point
                         score, rule = torch.where(fine, -scalar, torch.full_like(scalar, -math.inf)), 2
                 j = int(score.argmax())
                 value = float(score[j])
