@@ -59,7 +59,14 @@ def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "page", ["tutorials/simulator.md", "tutorials/finite.md", "tutorials/reactor-with-limits.md", "optuna.md"]
+    "page",
+    [
+        "tutorials/simulator.md",
+        "tutorials/finite.md",
+        "tutorials/reactor-with-limits.md",
+        "tutorials/yield-against-cost.md",
+        "optuna.md",
+    ],
 )
 def test_a_python_tutorial_runs_as_written(page: str, server: ServerProcess, tmp_path: Path) -> None:
     (code,) = code_blocks(page, "python")
