@@ -8,10 +8,27 @@
 The step is the reference code's ``normalize_gradient`` rule (algorithms.md 1.3) in minimisation
 form, clipped to [0, 1]^d. Defaults are GIBO's synthetic settings: delta 0.2, d samples per
 iteration, N_max = 5 d, lr 0.25, epsilon 0.1.
+
+Under constraints (issue 30; the rules in ``local_constraints.py``), with c_j's GP beside f's:
+
+    g = grad mu(x_t) if x_t is likely feasible (PF(x_t) >= 1/2; safe mode: >= 1 - delta),
+        else -grad log PF(x_t) (a restoration step towards feasibility)
+    x* = argmin_x |x - (x_t - lr * g / |g| * l)|  over [0, 1]^d ∩ P, s.t. mu_j(x) - beta_c sigma_j(x) <= 0 for every
+         j when x_t meets those bounds (safe mode: PF(x) >= 1 - delta)   (the projected step: SLSQP, from x_t)
+    x_{t+1} = x* if likely feasible, else x* shortened towards x_t (1/2, 1/4, 1/8) to the first that is, else x_t
+
+P is the polytope; the projection slides the step along the boundaries it meets instead of stopping there. The
+failure model (failures: "avoid") is one more c_j. The exploration points stay in P, and where the constraints
+allow (safe mode: safe; with failures: not predicted to fail).
+
+>>> request = make_request("gibo", X, y, count=4)                    # X: n x d in the unit cube, y: n to minimise
+>>> request = dataclasses.replace(request, C=C, X_failed=F)          # C: n x m (<= 0 holds), F: failed points
+>>> Gibo().suggest(request).X                                        # x_t and exploration points
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from botorch.models import SingleTaskGP
@@ -21,6 +38,8 @@ from torch import Tensor
 from localbo.policies import register
 from localbo.policies.gradients import KernelParams, gradient_posterior
 from localbo.policies.local import LocalConfig, LocalPolicy
+from localbo.policies.local_constraints import Constraints
+from localbo.policies.minucb import CONSTRAINED
 
 
 class GiboConfig(LocalConfig):
@@ -47,6 +66,21 @@ class Gibo(LocalPolicy[GiboConfig]):
 
     name = "gibo"
     Config = GiboConfig
+    handles = CONSTRAINED
 
     def step(self, model: Any, x_t: Tensor, config: GiboConfig) -> tuple[Tensor, dict[str, Any]]:
         return gibo_step(model, x_t, config.lr)
+
+    def constrained_step(
+        self, model: Any, x_t: Tensor, config: GiboConfig, constraints: Constraints
+    ) -> tuple[Tensor, dict[str, Any], Callable[[Tensor], Tensor] | None]:
+        if bool(constraints.likely(x_t.unsqueeze(0))[0]):
+            grad, sign, towards = gradient_posterior(model, x_t.unsqueeze(0))[0][0], -1.0, "objective"
+        else:
+            grad, sign, towards = constraints.grad_log_pf(x_t), 1.0, "feasibility"
+        norm = grad.norm()
+        if not bool(norm > 0):
+            return x_t, {"grad_norm": 0.0, "towards": towards}, None
+        lengthscale = KernelParams.from_model(model).lengthscale
+        target = x_t + sign * config.lr * grad / norm * lengthscale
+        return constraints.project(target, x_t), {"grad_norm": float(norm), "towards": towards}, None

@@ -20,11 +20,24 @@ inner points are searched in the whole cube (``region_delta`` unset; else the bo
 region_delta); the step over the whole cube (``step_delta``); GP window N_max = 5 d. The first batch
 of a study without data is GIBO's gradient exploration around x_0 (there is no GP to fantasise from).
 A top-up while results are out is one more look-ahead, without a refit, for the points asked.
+
+Under constraints (issue 30; the rules in ``local_constraints.py``): x_{t+1} is MinUCB's constrained step and centre
+rule (``minucb.constrained_minucb_step``: the UCB minimised subject to each constraint's optimistic bound, in safe
+mode to PF >= 1 - delta; the centre moves only to a likely-feasible point). The look-ahead batch Z is optimised as
+above (the constraints do not enter the fantasies) and then admitted row by row: projected onto the polytope's
+equalities and moved back along the segment from x_{t+1} into the polytope, and, where the constraint models do not
+allow it (safe mode: not safe; with failures: predicted to fail), pulled back towards x_{t+1} until they do, else
+x_{t+1} itself. In safe mode Z and the step search x_{t+1} +- delta when region_delta / step_delta are unset.
+
+>>> request = make_request("la-minucb", X, y, count=4)             # X: n x d in the unit cube, y: n to minimise
+>>> request = dataclasses.replace(request, C=C, polytope=P)         # C: n x m (<= 0 holds); P: linear constraints
+>>> LaMinUCB().suggest(request).X                                  # x_{t+1} and the look-ahead batch, inside P
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,7 +56,8 @@ from localbo.policies.base import SuggestRequest
 from localbo.policies.exploration import local_box
 from localbo.policies.gradients import KernelParams, chol, train_data
 from localbo.policies.local import Data, LocalConfig, LocalPolicy, LocalState
-from localbo.policies.minucb import minucb_step
+from localbo.policies.local_constraints import Constraints
+from localbo.policies.minucb import CONSTRAINED, constrained_minucb_step, minucb_step, step_bounds
 
 MIN_VARIANCE = 1e-12  # sigma^2 after Z, floored: rounding can push it below 0 at a data point
 
@@ -189,10 +203,17 @@ class LaMinUCB(LocalPolicy[LaMinUCBConfig]):
 
     name = "la-minucb"
     Config = LaMinUCBConfig
+    handles = CONSTRAINED
 
     def step(self, model: Any, x_t: Tensor, config: LaMinUCBConfig) -> tuple[Tensor, dict[str, Any]]:
         bounds = search_region(x_t, config.step_delta)
         return minucb_step(model, x_t, config.beta, bounds, config.step_restarts)
+
+    def constrained_step(
+        self, model: Any, x_t: Tensor, config: LaMinUCBConfig, constraints: Constraints
+    ) -> tuple[Tensor, dict[str, Any], Callable[[Tensor], Tensor] | None]:
+        bounds = step_bounds(x_t, config.step_delta, constraints, config.delta)
+        return constrained_minucb_step(model, x_t, config.beta, bounds, config.step_restarts, constraints)
 
     def explore(
         self,
@@ -206,19 +227,30 @@ class LaMinUCB(LocalPolicy[LaMinUCBConfig]):
         min_count: int,
         seed: int,
         top_up: bool,
+        constraints: Constraints | None = None,
     ) -> tuple[Tensor, dict[str, Any]]:
         if data.X.shape[0] == 0:  # no GP to fantasise from yet: GIBO's exploration around x_0
             return super().explore(
-                request, data, x_t, hypers, head, count, min_count=min_count, seed=seed, top_up=top_up
+                request,
+                data,
+                x_t,
+                hypers,
+                head,
+                count,
+                min_count=min_count,
+                seed=seed,
+                top_up=top_up,
+                constraints=constraints,
             )
         config = request.config
         Xw, yw = gp.window(data.X, data.y, data.n_max)
         model = gp.build_model(Xw, yw, config.kernel, hypers, x_t.device)
+        region = step_bounds(x_t, config.region_delta, constraints, config.delta)
         Z, expected = lookahead_batch(
             model,
             x_t,
             count,
-            search_region(x_t, config.region_delta),
+            region,
             pending=torch.cat([data.pending, head]),
             beta=config.beta,
             fantasies=config.fantasies,
@@ -227,4 +259,6 @@ class LaMinUCB(LocalPolicy[LaMinUCBConfig]):
             delta=config.delta,
             seed=seed,
         )
+        if constraints is not None:  # each row into the polytope and where the models allow, towards x_{t+1}
+            Z = constraints.region(x_t).admit(Z, region[0], region[1])
         return Z, {"expected_min_ucb": expected}

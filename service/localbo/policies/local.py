@@ -15,6 +15,15 @@ On the next call, with n observations and m pending points:
 The first call starts at x_0 = config x0, else the centre of the cube. Randomness (the initial
 conditions of the acquisition optimisers, refits after a failed fit) comes from generators seeded by
 (seed, t, top-ups), never from torch's global RNG.
+
+Constraints (issue 30; ``local_constraints.py`` states the rules): a policy whose ``handles`` declares them (gibo,
+minucb, la-minucb) keeps its points inside the parameter constraints (x_0 moved to its nearest point inside when
+it is not), fits one GP per outcome constraint (and the failure model with failures to avoid) beside the
+objective's at every step, takes ``constrained_step`` (the policy's step subject to the constraints' bounds), moves
+the centre only to likely-feasible points (``Constraints.centre``: the step shortened, else x_t stays) and explores
+only where the constraints allow (``exploration.Region``). The state's ``constraints`` keeps the fits and what the
+display shows. A request with none of C, polytope, X_failed or safe mode takes exactly the unconstrained path, and
+its state is dumped as before (no ``constraints`` key).
 """
 
 from __future__ import annotations
@@ -27,10 +36,10 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import torch
 from botorch.acquisition import AcquisitionFunction
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 from torch import Tensor
 
-from localbo.policies import gp
+from localbo.policies import failures, gp
 from localbo.policies.base import (
     Box,
     Display,
@@ -45,6 +54,7 @@ from localbo.policies.base import (
 )
 from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
+from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -79,6 +89,12 @@ class LocalConfig(PolicyConfig):
     )
     queue: Literal["auto", "cpu", "gpu"] = Field(
         default="auto", description="Worker queue under the celery executor; auto: gpu above LOCALBO_GPU_MIN_SIZE"
+    )
+    constraint_beta: float = Field(
+        default=2.0,
+        ge=0.0,
+        le=10.0,
+        description="Outcome constraints outside safe mode: the step keeps each mu_j - constraint_beta * sigma_j <= 0",
     )
 
 
@@ -120,6 +136,15 @@ class LocalState(PolicyState):
     extra: int = 0
     hypers: gp.StoredHypers = None
     path: list[PathEntry] = Field(default_factory=list)
+    constraints: ConstraintState | None = None  # set only in a study with constraints (local_constraints.py)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_constraints(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The dump of an unconstrained study's state stays what it was before constraints existed."""
+        data: dict[str, Any] = handler(self)
+        if data.get("constraints", 0) is None:
+            del data["constraints"]
+        return data
 
 
 def _scalar(v: Any) -> Scalar:
@@ -198,6 +223,8 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         if state.hypers is not None:
             numbers["gp noise"] = round(state.hypers.noise, 6)
             numbers["gp mean lengthscale"] = round(sum(state.hypers.lengthscale) / len(state.hypers.lengthscale), 6)
+        if state.constraints is not None:
+            numbers.update(_constraint_numbers(state.constraints, last, n_complete))
         return Display(
             phase=phase,
             progress=Progress(done=done, total=state.batch, label="exploration batch"),
@@ -210,6 +237,17 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
     @abstractmethod
     def step(self, model: Any, x_t: Tensor, config: LocalConfigT) -> tuple[Tensor, dict[str, Any]]:
         """x_{t+1} (d) from the fitted GP and x_t (d), and what is worth showing about the step."""
+
+    def constrained_step(
+        self, model: Any, x_t: Tensor, config: LocalConfigT, constraints: Constraints
+    ) -> tuple[Tensor, dict[str, Any], Callable[[Tensor], Tensor] | None]:
+        """The step under constraints: its point x* (d, inside cube ∩ polytope), what to show, and the merit
+        (k x d -> k, lower better) the centre rule may not raise (None: any likely-feasible move is taken).
+
+        The default: the unconstrained step, brought into the polytope along the segment from x_t."""
+        x, info = self.step(model, x_t, config)
+        lo, hi = torch.zeros_like(x_t), torch.ones_like(x_t)
+        return constraints.project(x, x_t) if constraints.polytope is not None else x.clamp(lo, hi), info, None
 
     def resamples(self, config: LocalConfigT) -> int:
         """b1: copies of x_t at the head of each iteration's batch."""
@@ -227,11 +265,13 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         min_count: int,
         seed: int,
         top_up: bool,
+        constraints: Constraints | None = None,
     ) -> tuple[Tensor, dict[str, Any]]:
         """The batch's points after ``head`` (k x d, count >= k >= min_count) and what to show about them.
 
         GIBO's exploration: greedy argmin of tr Cov(grad f(x_t)) in x_t +- delta, given the data window,
-        the pending points and ``head``; the early stop only within a batch, never in a top-up.
+        the pending points and ``head``; the early stop only within a batch, never in a top-up. With
+        ``constraints``, only where they allow (``exploration.Region``).
         """
         config = request.config
         found = explore(
@@ -247,6 +287,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             seed=seed,
             acquisition=self.exploration_acquisition(request, data, x_t, hypers),
             ascent_steps=config.ascent_steps,
+            region=None if constraints is None else constraints.region(x_t),
         )
         return found.Z, {"trace_before": found.trace_before, "trace_after": found.trace_after}
 
@@ -265,29 +306,78 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
         data = Data(X, y, pending, n_max)
+        demands = Demands.of(request, self.handles)  # None: nothing to respect, the unconstrained path
         if state.x_t is None:  # the first call: x_0 and its batch
             start = config.x0 if config.x0 is not None else [0.5] * d
             x_t = torch.tensor(start, dtype=torch.float64, device=dev)
             hypers = gp.to_state(self._fit(data, config, None, _seed(request.seed, 0, 0))) if n else None
-            return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"})
+            if demands is None:
+                return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"})
+            if config.x0 is None and demands.delta is not None:  # safe mode: from the safest result, if any
+                known = demands.safe_start(X, y)
+                x_t = x_t if known is None else known
+            x_t = demands.start(x_t)
+            first = self._constraints(request, data, demands, state, 0, fit=True)
+            return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"}, first)
         t, x_t = state.t, torch.tensor(state.x_t, dtype=torch.float64, device=dev)
         if n - state.n_start < state.batch and pending.shape[0] > 0:
-            return self._top_up(request, data, state, x_t)
+            held = None if demands is None else self._constraints(request, data, demands, state, t, fit=False)
+            return self._top_up(request, data, state, x_t, held)
         if n == 0:  # every trial of the batch failed: send the same iteration again
-            return self._iteration(request, data, state, t, x_t, state.hypers, {"event": "retry"})
+            again = None if demands is None else self._constraints(request, data, demands, state, t, fit=True)
+            return self._iteration(request, data, state, t, x_t, state.hypers, {"event": "retry"}, again)
         model = self._fit(data, config, state.hypers, _seed(request.seed, t + 1, 0), t + 1)
-        x_next, info = self.step(model, x_t, config)
-        return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
+        if demands is None:
+            x_next, info = self.step(model, x_t, config)
+            return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
+        fitted = self._constraints(request, data, demands, state, t + 1, fit=True)
+        x_star, info, merit = self.constrained_step(model, x_t, config, fitted)
+        x_next, moved = fitted.centre(x_t, x_star, merit, X[-n_max:], y[-n_max:])
+        info = {**info, **moved, "step_norm": float((x_next - x_t).norm())}
+        hypers = gp.to_state(model)
+        return self._iteration(request, data, state, t + 1, x_next, hypers, {"event": "step", **info}, fitted)
 
-    def _fit(self, data: Data, config: LocalConfig, hypers: gp.Hypers | None, seed: int, t: int = 0) -> Any:
+    def _constraints(
+        self,
+        request: SuggestRequest[LocalConfigT, LocalState],
+        data: Data,
+        demands: Demands,
+        state: LocalState,
+        t: int,
+        *,
+        fit: bool,
+    ) -> Constraints:
+        """The constraint models of iteration t: fitted as the objective's GP (``_fit``, warm-started from the state),
+        or, in a top-up, built from the last fits."""
+        config, seed = request.config, _seed(request.seed, t, 0) + 1  # not the objective's generator
+
+        def fit_outcome(c: Tensor, hypers: gp.Hypers | None) -> Any:
+            return self._fit(data, config, hypers, seed, t, y=c)
+
+        return fit_constraints(
+            demands,
+            data.X,
+            fit_outcome,
+            config.kernel,
+            state.constraints,
+            config.constraint_beta,
+            torch.Generator().manual_seed(seed),
+            fit,
+            data.n_max,
+        )
+
+    def _fit(
+        self, data: Data, config: LocalConfig, hypers: gp.Hypers | None, seed: int, t: int = 0, y: Tensor | None = None
+    ) -> Any:
         """The GP on the data window, refitted as ``config.refit`` says, warm-started from ``hypers``: a bounded
-        refit (``warm_fit_iterations``) between full ones (every ``full_fit_every`` iterations, and the first)."""
+        refit (``warm_fit_iterations``) between full ones (every ``full_fit_every`` iterations, and the first).
+        ``y``: other values at data.X than the objective's (an outcome constraint's)."""
         refit = config.refit == "every" or (config.refit == "when_full" and data.X.shape[0] >= data.n_max)
         full = hypers is None or t % config.full_fit_every == 0
         maxiter = None if full else config.warm_fit_iterations
         return gp.fit_model(
             data.X,
-            data.y,
+            data.y if y is None else y,
             config.kernel,
             hypers,
             n_max=data.n_max,
@@ -306,24 +396,34 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         x_t: Tensor,
         hypers: gp.Hypers | None,
         info: dict[str, Any],
+        constraints: Constraints | None = None,
     ) -> Suggestion:
-        """The batch of iteration t: b1 copies of x_t, then the exploration points around x_t."""
+        """The batch of iteration t: b1 copies of x_t, then the exploration points around x_t (only x_t in safe
+        mode while there is nothing to model the constraints with)."""
         config, d = request.config, request.dim
         b1 = self.resamples(config)
         head = x_t.expand(b1, d)
-        Z, found = self.explore(
-            request,
-            data,
-            x_t,
-            hypers,
-            head,
-            max(config.samples_per_iteration or d, request.count - b1),
-            min_count=request.count - b1,
-            seed=_seed(request.seed, t, 0),
-            top_up=False,
-        )
+        if constraints is not None and constraints.blind:
+            Z, found = x_t.expand(max(0, request.count - b1), d), {"safe": "no result yet: x_t only"}
+        else:
+            Z, found = self.explore(
+                request,
+                data,
+                x_t,
+                hypers,
+                head,
+                max(config.samples_per_iteration or d, request.count - b1),
+                min_count=request.count - b1,
+                seed=_seed(request.seed, t, 0),
+                top_up=False,
+                constraints=constraints,
+            )
         batch = torch.cat([head, Z])
         info = {**info, "t": t, "batch": batch.shape[0], **found}
+        kept = state.constraints
+        if constraints is not None:
+            kept = self._constraint_state(request, data, constraints, x_t, t, state.constraints)
+            info["feasibility"] = kept.feasibility
         new_state = LocalState(
             t=t,
             x_t=x_t.tolist(),
@@ -333,22 +433,65 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             extra=0,
             hypers=hypers,
             path=_extend_path(state.path, t, data.X.shape[0], x_t, info),
+            constraints=kept,
         )
         return Suggestion(X=batch, state=new_state)
 
+    def _constraint_state(
+        self,
+        request: SuggestRequest[LocalConfigT, LocalState],
+        data: Data,
+        constraints: Constraints,
+        x_t: Tensor,
+        t: int,
+        previous: ConstraintState | None,
+    ) -> ConstraintState:
+        generator = torch.Generator().manual_seed(_seed(request.seed, t, 0) + 2)
+        return constraints.summary(x_t, data.n_max, local_box(x_t, request.config.delta), generator, previous)
+
     def _top_up(
-        self, request: SuggestRequest[LocalConfigT, LocalState], data: Data, state: LocalState, x_t: Tensor
+        self,
+        request: SuggestRequest[LocalConfigT, LocalState],
+        data: Data,
+        state: LocalState,
+        x_t: Tensor,
+        constraints: Constraints | None = None,
     ) -> Suggestion:
         """``count`` more exploration points around x_t while the batch's results are still out (no fit)."""
-        Z, _ = self.explore(
-            request,
-            data,
-            x_t,
-            state.hypers,
-            x_t.new_zeros(0, request.dim),
-            request.count,
-            min_count=request.count,
-            seed=_seed(request.seed, state.t, 1 + state.extra),
-            top_up=True,
-        )
+        if constraints is not None and constraints.blind:
+            Z = x_t.expand(request.count, request.dim)
+        else:
+            Z, _ = self.explore(
+                request,
+                data,
+                x_t,
+                state.hypers,
+                x_t.new_zeros(0, request.dim),
+                request.count,
+                min_count=request.count,
+                seed=_seed(request.seed, state.t, 1 + state.extra),
+                top_up=True,
+                constraints=constraints,
+            )
         return Suggestion(X=Z, state=state.model_copy(update={"phase": "top-up", "extra": state.extra + Z.shape[0]}))
+
+
+def _constraint_numbers(kept: ConstraintState, last: dict[str, Scalar], n_complete: int) -> dict[str, Scalar]:
+    """The display's lines about the constraints: feasible share, active constraint, PF at x_t, the safe share of
+    the local box, the failure model, how the centre moved."""
+    numbers: dict[str, Scalar] = {}
+    if kept.feasible_share is not None:
+        numbers["feasible share"] = round(kept.feasible_share, 4)
+    if kept.active_constraint is not None:
+        numbers["active constraint"] = kept.active_constraint
+    if kept.feasibility is not None:
+        numbers["P(feasible) at x_t"] = round(kept.feasibility, 4)
+    if kept.max_violation_probability is not None:
+        numbers["max violation probability"] = kept.max_violation_probability
+        numbers["safe share of the box"] = kept.safe_share
+    if kept.n_failed:
+        numbers["failure model"] = failures.describe(kept.n_failed, n_complete + kept.n_failed)
+    centre = last.get("centre")
+    if isinstance(centre, str):
+        numbers["centre"] = centre
+    return numbers

@@ -9,10 +9,28 @@ beta = 3 multiplies sigma (the paper's practice, App. A), not BoTorch's UpperCon
 beta multiplies the variance under a square root. The step runs multi-start L-BFGS-B from x_t and
 the training points with the lowest bound, over [0, 1]^d or the box x_t +- step_delta. b1 = 1 and
 b2 = d, fixed (no early stop): the paper reports neither; these follow GIBO (algorithms.md 3.3).
+
+Under constraints (issue 30; the rules in ``local_constraints.py``), with c_j's GP beside f's:
+
+    x* = argmin_{x in B ∩ P} mu(x) + beta sigma(x)   s.t.  mu_j(x) - beta_c sigma_j(x) <= 0 for every j
+                                                            (safe mode: prod_j Phi(-mu_j / sigma_j) >= 1 - delta)
+    x_{t+1} = x* if likely feasible (PF >= 1/2; safe mode: >= 1 - delta), else x* shortened towards x_t (1/2, 1/4,
+              1/8) to the first that is; kept at x_t unless its UCB is not above x_t's (x_t not likely feasible:
+              feasibility first, the UCB ignored)
+
+B is the step's box (as above; in safe mode x_t +- delta when step_delta is unset, so that the step stays where
+the constraint models have data), P the polytope. SLSQP (scipy) from x_t and the training points with the lowest
+UCB among those meeting the bounds; when none does, x* is the point of B ∩ P with the highest PF (a restoration
+step). The failure model (failures: "avoid") is one more c_j. Exploration as gibo's, where the constraints allow.
+
+>>> request = make_request("minucb", X, y, count=4)         # X: n x d in the unit cube, y: n to minimise
+>>> request = dataclasses.replace(request, C=C, polytope=P)  # C: n x m (<= 0 holds); P: linear constraints
+>>> MinUCB().suggest(request).X                             # x_t and exploration points, inside P
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -28,6 +46,9 @@ from torch import Tensor
 from localbo.policies import register
 from localbo.policies.exploration import local_box
 from localbo.policies.local import LocalConfig, LocalPolicy
+from localbo.policies.local_constraints import Constraints, Posterior, into_polytope
+
+CONSTRAINED = frozenset({"constraints", "parameter_constraints", "failures", "safety"})
 
 
 class MinUCBConfig(LocalConfig):
@@ -83,12 +104,51 @@ def minucb_step(
     return x_next, info
 
 
+def constrained_minucb_step(
+    model: SingleTaskGP, x_t: Tensor, beta: float, bounds: Tensor, restarts: int, constraints: Constraints
+) -> tuple[Tensor, dict[str, Any], Callable[[Tensor], Tensor]]:
+    """x* = argmin_{x in bounds ∩ polytope} mu + beta sigma subject to the step's constraint bounds (the module's
+    docstring), by SLSQP from x_t and the restarts - 1 training points with the lowest bound among those meeting
+    them; the most likely feasible point of the region when none does. Returns x* (d), what to show, and the UCB
+    as the centre rule's merit."""
+    post = Posterior(model)
+
+    def merit(X: Tensor) -> Tensor:
+        mean, sigma = post(X)
+        return mean + beta * sigma
+
+    lo, hi = bounds[0], bounds[1]
+    train = into_polytope(constraints.polytope, model.train_inputs[0].clamp(lo, hi), x_t, lo, hi)
+    meets = constraints.meets_step(train)
+    with torch.no_grad():
+        values = torch.where(meets, merit(train), torch.full_like(train[:, 0], torch.inf))
+    k = min(restarts - 1, int(meets.sum()))
+    starts = torch.cat([x_t.unsqueeze(0), train[values.argsort()[:k]]])
+    x, how = constraints.argmin(merit, starts, lo, hi, nonlinear=True), "ucb"
+    if x is None:  # nothing meets the bounds: towards feasibility first
+        x, how = constraints.argmin(lambda X: -constraints.log_pf(X), starts, lo, hi, nonlinear=False), "restore"
+    x = x_t if x is None else x
+    with torch.no_grad():
+        ucb_t, ucb_x = merit(torch.stack([x_t, x])).tolist()
+    return x, {"ucb_t": ucb_t, "ucb_next": ucb_x, "step": how}, merit
+
+
+def step_bounds(x_t: Tensor, step_delta: float | None, constraints: Constraints | None, delta: float) -> Tensor:
+    """The step's box: x_t +- step_delta, else the cube (in safe mode x_t +- delta, the exploration box)."""
+    if step_delta is not None:
+        return local_box(x_t, step_delta)
+    if constraints is not None and constraints.safe:
+        return local_box(x_t, delta)
+    return torch.stack([torch.zeros_like(x_t), torch.ones_like(x_t)])
+
+
 @register
 class MinUCB(LocalPolicy[MinUCBConfig]):
     """MinUCB: explore as GIBO, then step to the minimiser of the upper confidence bound."""
 
     name = "minucb"
     Config = MinUCBConfig
+    handles = CONSTRAINED
 
     def resamples(self, config: MinUCBConfig) -> int:
         return config.resamples
@@ -99,3 +159,9 @@ class MinUCB(LocalPolicy[MinUCBConfig]):
         else:
             bounds = local_box(x_t, config.step_delta)
         return minucb_step(model, x_t, config.beta, bounds, config.step_restarts)
+
+    def constrained_step(
+        self, model: Any, x_t: Tensor, config: MinUCBConfig, constraints: Constraints
+    ) -> tuple[Tensor, dict[str, Any], Callable[[Tensor], Tensor] | None]:
+        bounds = step_bounds(x_t, config.step_delta, constraints, config.delta)
+        return constrained_minucb_step(model, x_t, config.beta, bounds, config.step_restarts, constraints)

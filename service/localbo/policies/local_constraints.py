@@ -1,0 +1,581 @@
+"""Constraints for the local policies (gibo, minucb, la-minucb; issue 30): what a step and an exploration point
+may not break, and where the iterate x_t may move.
+
+What a request may ask the local policies to respect (``Demands``, each only if the policy's ``handles`` says so):
+
+    polytope   A_ub u <= b_ub, A_eq u == b_eq in the unit cube (``request.polytope``): every point asked satisfies it
+               within ``Polytope.TOLERANCE``
+    outcomes   C: n x m, c_j(x) <= 0 where constraint j holds (``request.C``)
+    failures   X_failed: f x d, the points whose trials failed (``request.X_failed``, failures: "avoid")
+    safe mode  delta = ``request.max_violation_probability``: only points predicted safe are asked
+
+Models (``Constraints``): one GP per outcome constraint beside the objective's, on the same data window (the last
+N_max points) and fitted the same way (``LocalPolicy._fit``: ``gp.fit_model``, warm-started from the last fit kept in
+the state), on the raw values of c_j as ei and ucb do; with failures the failure model (``failures.py``: a GP on a
++-1 failure indicator over every completed and failed point) is one more constraint, z(x) <= 0 "does not fail".
+Each model j gives mu_j(x), sigma_j(x) (noise-free, ``Posterior``: the closed form of the fitted SingleTaskGP), and
+
+    P(c_j(x) <= 0) = Phi(-mu_j(x) / sigma_j(x))          PF(x) = prod_j P(c_j(x) <= 0)   (independent GPs)
+    optimistic bound   mu_j(x) - beta_c sigma_j(x) <= 0   (beta_c = ``constraint_beta``, 2 by default)
+
+Safe mode uses the product of the per-constraint probabilities, the failure model's included: a point is *safe*
+when PF(x) >= 1 - delta (with delta = 0.05, a joint chance of a violation of at most 5 % under the models). A point
+is *likely feasible* when PF(x) >= 1/2 (outside safe mode) or safe (in safe mode).
+
+    step          the policy's own rule within box ∩ polytope, subject to every constraint's optimistic bound (in safe
+                  mode: PF(x) >= 1 - delta), solved by SLSQP (``argmin``; the gradient step of gibo as the projection
+                  of its target onto that set, ``project``); when no start satisfies them, the point of the region
+                  most likely feasible instead (a restoration step)
+    centre        x_{t+1} = the step's point if it is likely feasible; else the step halved, at most three times
+                  (x_t + 2^-k (x* - x_t), k = 1..3), the first of those that is; with minucb's merit (its UCB) the
+                  move is kept only if it does not raise the merit, as MinUCB's rule. No likely-feasible point on the
+                  segment: x_t stays. When x_t itself is not likely feasible (an infeasible start, a model that
+                  learnt better) the merit is ignored, and if the segment holds no likely-feasible point the centre
+                  jumps to the best likely-feasible observation in the window, else to the most likely feasible of
+                  the candidates and the window's points (the safest known point)
+    exploration   the gradient's exploration points stay in x_t +- delta ∩ polytope (hit-and-run starts, ascent moves
+                  pulled back along their segment, ``into_polytope``); in safe mode they must also be safe, and with
+                  a failure model outside safe mode not predicted to fail (mu_z <= 0, P(not fail) >= 1/2, as turbo
+                  does): a move that leaves that set is refused, and a chosen point outside it is pulled back along
+                  the segment to x_t (halved up to six times), else it is x_t itself. Safe mode before any result
+                  (nothing to model the constraints with) asks x_t, the given safe seed, only.
+
+>>> demands = Demands.of(request, Gibo.handles)           # None: nothing to respect, the policy as before
+>>> cons = Constraints.fit(demands, ...)                   # the models, in LocalPolicy
+>>> cons.likely(X)                                         # k (bool): PF >= 1/2, or safe in safe mode
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from botorch.models import SingleTaskGP
+from pydantic import BaseModel, ConfigDict, Field
+from scipy.optimize import minimize
+from torch import Tensor
+from torch.special import log_ndtr
+
+from localbo.policies import failures, gp
+from localbo.policies.base import Polytope, SuggestRequest
+from localbo.policies.gradients import KernelParams, chol, train_data
+from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample, violation
+from localbo.policies.turbo import active_constraint
+
+SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step is not likely feasible
+PULL_BACK = tuple(0.5**k for k in range(1, 7))  # the fractions of an exploration point's offset from x_t tried
+MARGIN = 1e-6  # the SLSQP constraints hold with this much room, so the result passes the exact test
+SAFE_SHARE_SAMPLES = 256  # points of the local box ∩ polytope behind the display's "safe share"
+MIN_VARIANCE = 1e-12  # sigma^2 floor (model units), as BoTorch's posterior
+
+
+class ConstraintState(BaseModel):
+    """What a local policy keeps about its constraints: the last fits (warm starts) and what the display shows."""
+
+    model_config = ConfigDict(extra="forbid")
+    constraint_hypers: list[gp.Hypers] = Field(default_factory=list)  # the outcome constraints' GPs
+    failure_hypers: gp.StoredHypers = None  # the failure model's last fit (failures: "avoid")
+    n_failed: int = 0  # failed points seen by the last fit
+    feasible_share: float | None = None  # the share of the results that satisfy every outcome constraint
+    active_constraint: int | None = None  # the constraint nearest to (or furthest past) its bound at x_t
+    feasibility: float | None = None  # PF(x_t)
+    safe_share: float | None = None  # safe mode: the share of x_t +- delta (∩ polytope) predicted safe
+    max_violation_probability: float | None = None  # safe mode's delta
+
+
+class Posterior:
+    """mu(x) and sigma(x) (noise-free) of a fitted SingleTaskGP in the units of its data, in closed form
+    (``gradients.py``'s kernel), differentiable in x: with L L^T = k(A, A) + n2 I, alpha = (L L^T)^{-1} (y - m),
+
+        mu(x) = offset + scale (m + k(x, A) alpha)     sigma(x) = scale sqrt(s2 - |L^{-1} k(A, x)|^2)
+    """
+
+    def __init__(self, model: SingleTaskGP) -> None:
+        self.params = KernelParams.from_model(model)
+        A, resid, scale = train_data(model)
+        self.A, self.scale = A, scale
+        transform = getattr(model, "outcome_transform", None)
+        self.offset = transform.means.reshape(()) if transform is not None else torch.zeros_like(scale)
+        self.prior_mean = model.mean_module.constant.detach().reshape(())
+        self.L = chol(self.params, A)
+        self.alpha = torch.cholesky_solve(resid.detach().unsqueeze(-1), self.L)  # n x 1
+
+    def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """X: k x d -> (mean k, sigma k)."""
+        K = self.params.kernel(self.A, X)  # n x k
+        V = torch.linalg.solve_triangular(self.L, K, upper=False)
+        mean = self.prior_mean + (K.transpose(-1, -2) @ self.alpha).squeeze(-1)
+        var = (self.params.outputscale - V.pow(2).sum(-2)).clamp_min(MIN_VARIANCE)
+        return self.offset + self.scale * mean, self.scale * var.sqrt()
+
+
+# --- the polytope ---------------------------------------------------------------------------------------------
+
+
+def _rows(polytope: Polytope, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    d = like.shape[-1]
+    return tuple(  # type: ignore[return-value]  # four tensors
+        t.detach().to(like.device, torch.float64).reshape(shape)
+        for t, shape in (
+            (polytope.A_ub, (-1, d)),
+            (polytope.b_ub, (-1,)),
+            (polytope.A_eq, (-1, d)),
+            (polytope.b_eq, (-1,)),
+        )
+    )
+
+
+def inside(polytope: Polytope | None, X: Tensor, lo: Tensor | None = None, hi: Tensor | None = None) -> Tensor:
+    """k (bool): the rows of X (k x d) in box ∩ polytope within ``Polytope.TOLERANCE`` (the box: the cube)."""
+    lo = torch.zeros_like(X[0]) if lo is None else lo
+    hi = torch.ones_like(X[0]) if hi is None else hi
+    tol = Polytope.TOLERANCE
+    ok = ((X >= lo - tol) & (X <= hi + tol)).all(-1)
+    if polytope is not None:
+        ok &= violation(polytope, X) <= tol
+    return ok
+
+
+def into_polytope(polytope: Polytope | None, X: Tensor, anchor: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+    """Each row of X (k x d) brought into box ∩ polytope: projected onto the equalities, then moved back along the
+    segment from its anchor (a point of box ∩ polytope: d, or k x d, one per row) as far as the box and the
+    inequalities need; a row that still fails the exact test is its anchor. Convex region, so the segment between
+    two of its points stays in it: the result is the point of the segment nearest to X's projection."""
+    anchor = anchor.to(X).expand_as(X)
+    lo, hi = lo.to(X), hi.to(X)
+    if polytope is not None and polytope.b_eq.numel():
+        _, _, A_eq, b_eq = _rows(polytope, X)
+        X = X - (torch.linalg.pinv(A_eq) @ (X @ A_eq.T - b_eq).T).T  # onto A_eq x = b_eq
+    D = X - anchor
+    rates, rooms = [D, -D], [hi - anchor, anchor - lo]
+    if polytope is not None and polytope.b_ub.numel():
+        A_ub, b_ub, _, _ = _rows(polytope, X)
+        rates.append(D @ A_ub.T)
+        rooms.append(b_ub - anchor @ A_ub.T)
+    rate, room = torch.cat(rates, -1), torch.cat(rooms, -1).clamp_min(0.0)
+    limits = torch.where(rate > 0, room / rate.clamp_min(1e-300), torch.full_like(rate, math.inf))
+    lam = limits.amin(-1).clamp(0.0, 1.0) if limits.shape[-1] else torch.ones(X.shape[0]).to(X)
+    out = torch.minimum(torch.maximum(anchor + lam.unsqueeze(-1) * D, lo), hi)
+    return torch.where(inside(polytope, out, lo, hi).unsqueeze(-1), out, anchor)
+
+
+def _slsqp(
+    fun: Callable[[Tensor], Tensor],
+    x0: Tensor,
+    lo: Tensor,
+    hi: Tensor,
+    polytope: Polytope | None,
+    nonlinear: Callable[[Tensor], Tensor] | None,
+    maxiter: int,
+) -> Tensor | None:
+    """argmin fun over [lo, hi] ∩ polytope ∩ {nonlinear(x) >= 0} by SLSQP from x0 (d; fun: 1 x d -> 1,
+    nonlinear: 1 x d -> 1 x r), brought exactly into box ∩ polytope along the segment from x0 (inside)."""
+    like, d = x0, x0.shape[-1]
+
+    def tensor(v: np.ndarray) -> Tensor:
+        return torch.tensor(v, dtype=torch.float64, device=like.device)
+
+    def value(v: np.ndarray) -> tuple[float, np.ndarray]:
+        x = tensor(v).requires_grad_(True)
+        f = fun(x.unsqueeze(0)).sum()
+        (grad,) = torch.autograd.grad(f, x)
+        return float(f.detach()), torch.nan_to_num(grad).cpu().numpy()
+
+    constraints: list[dict[str, Any]] = []
+    if polytope is not None:
+        A_ub, b_ub, A_eq, b_eq = (t.cpu().numpy() for t in _rows(polytope, x0.unsqueeze(0)))
+        if b_ub.size:
+            constraints.append({"type": "ineq", "fun": lambda v: b_ub - A_ub @ v, "jac": lambda v: -A_ub})
+        if b_eq.size:
+            constraints.append({"type": "eq", "fun": lambda v: A_eq @ v - b_eq, "jac": lambda v: A_eq})
+    if nonlinear is not None:
+        g = nonlinear
+
+        def cons(v: np.ndarray) -> np.ndarray:
+            with torch.no_grad():
+                return g(tensor(v).unsqueeze(0)).reshape(-1).cpu().numpy()
+
+        def jac(v: np.ndarray) -> np.ndarray:
+            J = torch.autograd.functional.jacobian(lambda x: g(x.unsqueeze(0)).reshape(-1), tensor(v))
+            return torch.nan_to_num(J).reshape(-1, d).cpu().numpy()
+
+        constraints.append({"type": "ineq", "fun": cons, "jac": jac})
+    try:
+        result = minimize(
+            value,
+            x0.detach().cpu().numpy(),
+            jac=True,
+            method="SLSQP",
+            bounds=list(zip(lo.tolist(), hi.tolist(), strict=True)),
+            constraints=constraints,
+            options={"maxiter": maxiter},
+        )
+    except (ValueError, RuntimeError, np.linalg.LinAlgError):  # a numerical failure: no result from this start
+        return None
+    if not np.all(np.isfinite(result.x)):
+        return None
+    return into_polytope(polytope, tensor(result.x).unsqueeze(0), x0, lo, hi)[0]
+
+
+# --- what the request asks, and the models ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Demands:
+    """What a request asks the policy to respect (only what its ``handles`` declares); ``of`` gives None when
+    nothing, and the policy is then exactly the unconstrained one."""
+
+    C: Tensor | None  # n x m, c_j <= 0 holds
+    polytope: Polytope | None
+    X_failed: Tensor | None  # f x d
+    delta: float | None  # safe mode: the largest predicted chance of a violation a point may have
+
+    @classmethod
+    def of(cls, request: SuggestRequest[Any, Any], handles: frozenset[str]) -> Demands | None:
+        d, dev = request.dim, request.device
+        C = request.C if "constraints" in handles else None
+        C = C.to(dev, torch.float64).reshape(-1, C.shape[-1]) if C is not None and C.ndim == 2 and C.shape[-1] else None
+        polytope = request.polytope if "parameter_constraints" in handles else None
+        X_failed = failures.failed_points(request.X_failed, d) if "failures" in handles else None
+        delta = request.max_violation_probability if "safety" in handles else None
+        if C is None and polytope is None and X_failed is None and delta is None:
+            return None
+        return cls(C, polytope, None if X_failed is None else X_failed.to(dev), delta)
+
+    def safe_start(self, X: Tensor, y: Tensor) -> Tensor | None:
+        """Safe mode's x_0 when the config names none: the best result that satisfies every outcome constraint, else
+        the one that violates least (the engine starts a safe study from seeds or from feasible trials); None
+        without results."""
+        if X.shape[0] == 0:
+            return None
+        if self.C is None or self.C.shape[0] != X.shape[0]:
+            return X[int(y.argmin())]
+        worst = self.C.amax(-1)  # the largest violation of each row (<= 0: feasible)
+        feasible = worst <= 0
+        if bool(feasible.any()):
+            return X[int(torch.where(feasible, y, torch.full_like(y, math.inf)).argmin())]
+        return X[int(worst.argmin())]
+
+    def start(self, x0: Tensor) -> Tensor:
+        """x_0 inside the polytope: itself if it is, else its nearest point of cube ∩ polytope (SLSQP from the
+        polytope's Chebyshev centre)."""
+        if self.polytope is None or bool(inside(self.polytope, x0.unsqueeze(0))[0]):
+            return x0
+        centre = feasible_or_none(self.polytope)
+        if centre is None:
+            raise EmptyRegion("the parameter constraints have no point in the unit cube")
+        centre = centre.to(x0)
+        lo, hi = torch.zeros_like(x0), torch.ones_like(x0)
+        x = _slsqp(lambda X: (X - x0).pow(2).sum(-1), centre, lo, hi, self.polytope, None, 100)
+        return centre if x is None else x
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """The fitted constraint models of one call and the rules of the module's docstring."""
+
+    polytope: Polytope | None
+    delta: float | None
+    beta: float  # the optimistic bound's multiplier on sigma (outside safe mode)
+    outcome: tuple[Posterior, ...] = ()  # one per outcome constraint (none before any result)
+    failure: Posterior | None = None  # the failure model
+    blind: bool = False  # safe mode with outcome constraints but no result to model them with yet
+    models: tuple[SingleTaskGP, ...] = ()  # the outcome constraints' GPs, for the state
+    failure_model: SingleTaskGP | None = None
+    C: Tensor | None = None  # n x m, every result's constraint values (for the display)
+    n_failed: int = 0
+
+    @property
+    def safe(self) -> bool:
+        return self.delta is not None
+
+    @property
+    def threshold(self) -> float:
+        """PF at or above which a point is likely feasible: 1 - delta in safe mode, else 1/2."""
+        return 1.0 - self.delta if self.delta is not None else 0.5
+
+    def posteriors(self) -> tuple[Posterior, ...]:
+        return (*self.outcome, self.failure) if self.failure is not None else self.outcome
+
+    def log_pf(self, X: Tensor) -> Tensor:
+        """log PF(x) = sum_j log Phi(-mu_j / sigma_j): k for X: k x d (0 without models)."""
+        total = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
+        for post in self.posteriors():
+            mean, sigma = post(X)
+            total = total + log_ndtr(-mean / sigma)
+        return total
+
+    def likely(self, X: Tensor) -> Tensor:
+        """k (bool): PF >= ``threshold`` (never while blind)."""
+        if self.blind:
+            return torch.zeros(X.shape[0], dtype=torch.bool, device=X.device)
+        if not self.posteriors():
+            return torch.ones(X.shape[0], dtype=torch.bool, device=X.device)
+        with torch.no_grad():
+            return self.log_pf(X) >= math.log(self.threshold)
+
+    def allows(self, X: Tensor) -> Tensor:
+        """k (bool): where an exploration point may lie as far as the models go: safe in safe mode; outside it not
+        predicted to fail (mu_z <= 0) with a failure model; anywhere else."""
+        if self.safe:
+            return self.likely(X)
+        if self.failure is None:
+            return torch.ones(X.shape[0], dtype=torch.bool, device=X.device)
+        with torch.no_grad():
+            return self.failure(X)[0] <= 0
+
+    def step_bounds(self, X: Tensor) -> Tensor:
+        """k x r, >= 0 where the step's constraints hold: log PF - log(1 - delta) in safe mode, else each model's
+        optimistic bound -(mu_j - beta_c sigma_j); with the margin MARGIN."""
+        if self.safe:
+            return (self.log_pf(X) - math.log(self.threshold) - MARGIN).unsqueeze(-1)
+        parts = []
+        for post in self.posteriors():
+            mean, sigma = post(X)
+            parts.append(self.beta * sigma - mean - MARGIN)
+        return torch.stack(parts, -1) if parts else X.new_zeros(X.shape[0], 0)
+
+    def meets_step(self, X: Tensor) -> Tensor:
+        """k (bool): the step's constraints hold (up to MARGIN)."""
+        if self.blind:
+            return torch.zeros(X.shape[0], dtype=torch.bool, device=X.device)
+        with torch.no_grad():
+            return (self.step_bounds(X) >= -MARGIN).all(-1)
+
+    def grad_log_pf(self, x: Tensor) -> Tensor:
+        """d log PF / dx at x (d): the direction of a restoration step."""
+        x = x.detach().clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(self.log_pf(x.unsqueeze(0)).sum(), x)
+        return torch.nan_to_num(grad)
+
+    # --- the step ---
+
+    def argmin(
+        self,
+        fun: Callable[[Tensor], Tensor],
+        starts: Tensor,
+        lo: Tensor,
+        hi: Tensor,
+        *,
+        nonlinear: bool,
+        maxiter: int = 50,
+    ) -> Tensor | None:
+        """The lowest fun (k x d -> k) found by SLSQP from each start (rows of box ∩ polytope) over box ∩ polytope,
+        subject to the step's constraints when ``nonlinear`` (and there are models); None when no result (a start
+        included) meets them."""
+        nonlinear = nonlinear and bool(self.posteriors())
+        if nonlinear and self.blind:
+            return None
+        g = self.step_bounds if nonlinear else None
+        best, best_value = None, math.inf
+        for x0 in starts:
+            x = _slsqp(fun, x0, lo, hi, self.polytope, g, maxiter)
+            found = x0.unsqueeze(0) if x is None else torch.stack([x, x0])
+            ok = inside(self.polytope, found, lo, hi)
+            if nonlinear:
+                ok &= self.meets_step(found)
+            with torch.no_grad():
+                values = fun(found)
+            for row, value, good in zip(found, values.tolist(), ok.tolist(), strict=True):
+                if good and math.isfinite(value) and value < best_value:
+                    best, best_value = row, value
+        return best
+
+    def project(self, target: Tensor, start: Tensor) -> Tensor:
+        """The point of cube ∩ polytope nearest to ``target`` (d) meeting the step's constraints when ``start`` (d,
+        inside) does (SLSQP from ``start``); the target clipped to the cube when that is already such a point; the
+        segment's point (``into_polytope``) when SLSQP finds none."""
+        lo, hi = torch.zeros_like(start), torch.ones_like(start)
+        clipped = target.clamp(0.0, 1.0).unsqueeze(0)
+        keep_step = bool(self.meets_step(start.unsqueeze(0))[0])
+        if bool(inside(self.polytope, clipped)[0]) and (not keep_step or bool(self.meets_step(clipped)[0])):
+            return clipped[0]
+
+        def distance(X: Tensor) -> Tensor:
+            return (X - target).pow(2).sum(-1)
+
+        x = self.argmin(distance, start.unsqueeze(0), lo, hi, nonlinear=keep_step)
+        if x is None and keep_step:
+            x = self.argmin(distance, start.unsqueeze(0), lo, hi, nonlinear=False)
+        return into_polytope(self.polytope, clipped, start, lo, hi)[0] if x is None else x
+
+    def centre(
+        self,
+        x_t: Tensor,
+        x_star: Tensor,
+        merit: Callable[[Tensor], Tensor] | None,
+        X_obs: Tensor,
+        y_obs: Tensor,
+    ) -> tuple[Tensor, dict[str, Any]]:
+        """x_{t+1} from x_t and the step's point x_star (both d, inside the polytope) by the centre rule of the
+        module's docstring; ``merit`` (k x d -> k, lower better) or None; X_obs, y_obs: the window's data."""
+        fractions = torch.tensor((1.0, *SHORTEN), dtype=x_t.dtype, device=x_t.device)
+        candidates = x_t + fractions.unsqueeze(-1) * (x_star - x_t)  # 4 x d, the step then shorter ones
+        ok = self.likely(candidates)
+        here = bool(self.likely(x_t.unsqueeze(0))[0])
+        info: dict[str, Any] = {}
+        if bool(ok.any()):
+            k = int(ok.nonzero()[0, 0])
+            x = candidates[k]
+            if here and merit is not None:
+                with torch.no_grad():
+                    better = bool(merit(x.unsqueeze(0))[0] <= merit(x_t.unsqueeze(0))[0])
+                if not better:
+                    return x_t, {"centre": "held (merit)"}
+            info["centre"] = "step" if k == 0 else f"step x {float(fractions[k]):g}"
+            return x, info
+        if here:
+            return x_t, {"centre": "held (not likely feasible)"}
+        keep = inside(self.polytope, X_obs)
+        X_ok, y_ok = X_obs[keep], y_obs[keep]
+        fine = self.likely(X_ok) if X_ok.shape[0] else torch.zeros(0, dtype=torch.bool)
+        if bool(fine.any()):
+            i = int(torch.where(fine, y_ok, torch.full_like(y_ok, math.inf)).argmin())
+            return X_ok[i], {"centre": "best likely-feasible observation"}
+        pool = torch.cat([x_t.unsqueeze(0), candidates, X_ok])
+        if self.blind or not self.posteriors():
+            return x_t, {"centre": "held (nothing known feasible)"}
+        with torch.no_grad():
+            i = int(self.log_pf(pool).argmax())
+        return pool[i], {"centre": "held (safest)" if i == 0 else "safest known point"}
+
+    # --- exploration ---
+
+    def region(self, anchor: Tensor) -> ExplorationRegion:
+        return ExplorationRegion(self, anchor)
+
+    # --- what the state keeps and the display shows ---
+
+    def summary(
+        self, x_t: Tensor, n_max: int, box: Tensor, generator: torch.Generator, previous: ConstraintState | None
+    ) -> ConstraintState:
+        """The state's record: the fits (those of ``previous`` when this call fitted none), the feasible share of
+        C's rows, the active constraint (over the last ``n_max`` rows' spread) and PF at x_t, and in safe mode the
+        share of ``box`` (2 x d) ∩ polytope predicted safe."""
+        C = self.C
+        C_window = None if C is None else C[-n_max:]
+        constraint_hypers = [gp.to_state(m) for m in self.models] if self.models else []
+        if not constraint_hypers and previous is not None:
+            constraint_hypers = list(previous.constraint_hypers)
+        failure_hypers = gp.to_state(self.failure_model) if self.failure_model is not None else None
+        if failure_hypers is None and previous is not None:
+            failure_hypers = previous.failure_hypers
+        share = float((C <= 0).all(-1).double().mean()) if C is not None and C.shape[0] else None
+        active, feasibility, safe_share = None, None, None
+        x = x_t.unsqueeze(0)
+        with torch.no_grad():
+            if self.outcome and C_window is not None and C_window.shape[0]:
+                mean = torch.stack([post(x)[0] for post in self.outcome], -1)  # 1 x m
+                active = active_constraint(torch.cat([C_window, mean]), C_window.shape[0])
+            if self.posteriors() and not self.blind:
+                feasibility = round(float(self.log_pf(x).exp()[0]), 6)
+            if self.safe:
+                points = self.region(x_t).sample(SAFE_SHARE_SAMPLES, box[0], box[1], generator)
+                safe_share = round(float(self.likely(points).double().mean()), 4)
+        return ConstraintState(
+            constraint_hypers=constraint_hypers,
+            failure_hypers=failure_hypers,
+            n_failed=self.n_failed,
+            feasible_share=None if share is None else round(share, 6),
+            active_constraint=active,
+            feasibility=feasibility,
+            safe_share=safe_share,
+            max_violation_probability=self.delta,
+        )
+
+
+@dataclass(frozen=True)
+class ExplorationRegion:
+    """``exploration.Region`` for the local box around ``anchor`` (x_t): polytope and models."""
+
+    constraints: Constraints
+    anchor: Tensor  # d, inside the polytope
+
+    def sample(self, n: int, lo: Tensor, hi: Tensor, generator: torch.Generator) -> Tensor:
+        """n x d starts in box ∩ polytope: hit-and-run (``polytope.sample``), or scrambled Sobol points in the box."""
+        polytope = self.constraints.polytope
+        if polytope is not None:
+            try:
+                return sample(polytope, n, generator, lo, hi, thinning=1).to(self.anchor)
+            except EmptyRegion:  # only rounding can make the box around x_t miss the polytope
+                return self.anchor.expand(n, -1).clone()
+        seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
+        U = torch.quasirandom.SobolEngine(lo.shape[-1], scramble=True, seed=seed).draw(n, dtype=torch.float64)
+        return lo + (hi - lo) * U.to(lo)
+
+    def move(self, Z: Tensor, moved: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+        """``moved`` (k x d) brought into box ∩ polytope along the segments from Z's rows (inside)."""
+        if self.constraints.polytope is None:
+            return moved
+        return into_polytope(self.constraints.polytope, moved, Z, lo, hi)
+
+    def allows(self, Z: Tensor) -> Tensor:
+        return self.constraints.allows(Z)
+
+    def admit(self, Z: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+        """Z (k x d) into box ∩ polytope along the segment from the anchor, then, where the models refuse a row,
+        pulled back towards the anchor (``PULL_BACK``) to the first point they allow; else the anchor."""
+        Z = into_polytope(self.constraints.polytope, Z, self.anchor, lo, hi)
+        ok = self.allows(Z)
+        if bool(ok.all()):
+            return Z
+        out = Z.clone()
+        for i in (~ok).nonzero()[:, 0].tolist():
+            fractions = torch.tensor(PULL_BACK, dtype=Z.dtype, device=Z.device).unsqueeze(-1)
+            tries = self.anchor + fractions * (Z[i] - self.anchor)
+            good = self.allows(tries)
+            out[i] = tries[int(good.nonzero()[0, 0])] if bool(good.any()) else self.anchor
+        return out
+
+
+def fit_constraints(
+    demands: Demands,
+    X: Tensor,
+    fit_outcome: Callable[[Tensor, gp.Hypers | None], SingleTaskGP],
+    kernel: gp.KernelKind,
+    previous: ConstraintState | None,
+    beta: float,
+    generator: torch.Generator,
+    fit: bool,
+    n_max: int,
+) -> Constraints:
+    """The models of ``demands`` on X (n x d, every completed point; the outcome GPs by ``fit_outcome(c_j, warm)``,
+    the policy's own fit on its window), the failure model on X and X_failed (fitted, or built from the last fit
+    when not ``fit``); warm starts from ``previous``."""
+    C, X_failed = demands.C, demands.X_failed
+    outcome: list[SingleTaskGP] = []
+    if C is not None and X.shape[0]:
+        warm: Sequence[gp.Hypers | None] = (
+            previous.constraint_hypers
+            if previous is not None and len(previous.constraint_hypers) == C.shape[1]
+            else [None] * C.shape[1]
+        )
+        for j, hypers in enumerate(warm):
+            if fit:
+                outcome.append(fit_outcome(C[:, j], hypers))
+            else:
+                Xw, cw = gp.window(X, C[:, j], n_max)
+                outcome.append(gp.build_model(Xw, cw, kernel, hypers, X.device))
+    failure = None
+    if X_failed is not None:
+        hypers = previous.failure_hypers if previous is not None else None
+        if fit:
+            failure = failures.fit_failure_model(X, X_failed, kernel, hypers, X.device, generator)
+        else:
+            failure = gp.build_model(*failures.indicator_data(X, X_failed), kernel, hypers, X.device)
+    return Constraints(
+        polytope=demands.polytope,
+        delta=demands.delta,
+        beta=beta,
+        outcome=tuple(Posterior(m) for m in outcome),
+        failure=None if failure is None else Posterior(failure),
+        blind=demands.delta is not None and C is not None and not outcome,
+        models=tuple(outcome) if fit else (),
+        failure_model=failure if fit else None,
+        C=C,
+        n_failed=0 if X_failed is None else X_failed.shape[0],
+    )

@@ -1,0 +1,308 @@
+"""The local policies under constraints (issue 30): gibo, minucb and la-minucb with parameter constraints, outcome
+constraints, failures to avoid and safe mode (policies/local_constraints.py states the rules).
+
+The loop below plays the engine in its simplest form: it asks, evaluates the whole batch the policy returns, and
+asks again (the batch's results are then in, so the next call steps). A failed evaluation (inside the failure disc)
+gives no value: it is left out of X and handed back in X_failed when the study avoids failures.
+
+Measured on this machine (printed by the tests; one seed each, float64, one torch thread):
+- random polytopes (2..20 parameters, 1..5 constraints, equalities among them): every row of the batches, steps and
+  top-ups inside within 1e-9 (the largest violation seen ~1e-15);
+- the ball problem below from the feasible start (0.3, 0.3), f = 0.5, 8 iterations (24 evaluations): the centre ends
+  feasible at f ~0.09-0.19 (gibo slowest), the constrained optimum being 0.0905;
+- safe mode (delta = 0.05) from the same start, 8 iterations (22 evaluations): 0 to 2 points violate (minucb 2,
+  gibo 0, la-minucb 2 on seed 1), against 4 to 10 of 24 outside safe mode;
+- the failure disc, 36 evaluations from (0.85, 0.5): minucb asks 9 points inside with X_failed against 21 without
+  (deep ones 4 against 14), gibo 6 against 19 (3 against 15), at the same best value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+import torch
+from localbo.policies import Suggestion, SuggestRequest, get_policy, gp
+from localbo.policies.base import Polytope
+from localbo.policies.local import LocalState
+from localbo.policies.local_constraints import Posterior, into_polytope
+from localbo.policies.polytope import sample, violation
+from localbo.policies.requests import make_request
+from polytopes import cases
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+POLICIES = ["gibo", "minucb", "la-minucb"]
+TOL = Polytope.TOLERANCE
+FAST = {"num_restarts": 2, "raw_samples": 16, "ascent_steps": 10}
+OWN: dict[str, dict[str, Any]] = {
+    "gibo": {},
+    "minucb": {"step_restarts": 3},
+    "la-minucb": {"step_restarts": 3, "fantasies": 4, "lookahead_maxiter": 10},
+}
+
+
+def config(name: str, **more: Any) -> dict[str, Any]:
+    return {**FAST, **OWN[name], **more}
+
+
+def request(
+    name: str,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    C: torch.Tensor | None = None,
+    polytope: Polytope | None = None,
+    X_failed: torch.Tensor | None = None,
+    delta: float | None = None,
+    **kwargs: Any,
+) -> SuggestRequest[Any, Any]:
+    made = make_request(name, X, y, **kwargs)
+    return dataclasses.replace(made, C=C, polytope=polytope, X_failed=X_failed, max_violation_probability=delta)
+
+
+def worst(P: Polytope, X: torch.Tensor) -> float:
+    """The largest violation of the polytope or of the cube by any row of X."""
+    return max(float(violation(P, X).max()), float((-X).max()), float((X - 1).max()))
+
+
+# --- the problem: a quadratic whose unconstrained minimum lies outside a ball ----------------------------------
+
+
+def quadratic(X: torch.Tensor) -> torch.Tensor:
+    return (X - 0.8).pow(2).sum(-1)
+
+
+def ball(X: torch.Tensor) -> torch.Tensor:
+    """c(x) = |x - 0.2|^2 - 0.3 <= 0; in 2-d the constrained minimum is f = 0.0905 at x_i = 0.2 + sqrt(0.15)."""
+    return ((X - 0.2).pow(2).sum(-1) - 0.3).unsqueeze(-1)
+
+
+OPTIMUM = 2 * (0.6 - 0.15**0.5) ** 2
+START = [0.3, 0.3]  # feasible (c = -0.28), f = 0.5
+
+
+def run(name: str, iterations: int, *, seed: int = 0, delta: float | None = None) -> tuple[torch.Tensor, LocalState]:
+    """``iterations`` batches of the ball problem, each evaluated whole before the next ask: (X, the last state)."""
+    policy, cfg = get_policy(name)(), config(name, x0=START)
+    X, state = torch.zeros(0, 2, dtype=torch.float64), None
+    for _ in range(iterations):
+        made = request(name, X, quadratic(X), C=ball(X), delta=delta, state=state, config=cfg, seed=seed)
+        suggestion = policy.suggest(made)
+        X, state = torch.cat([X, suggestion.X]), suggestion.state
+    assert isinstance(state, LocalState)
+    return X, state
+
+
+# --- capabilities, and nothing changes without constraints ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_the_local_policies_declare_every_constraint_capability(name: str) -> None:
+    assert {"constraints", "parameter_constraints", "failures", "safety"} <= get_policy(name).handles
+    assert "constraints" not in get_policy("mpd").handles, "mpd's walk has no constrained form"
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_without_constraints_the_request_takes_the_unconstrained_path(name: str) -> None:
+    """A request with no C, polytope, X_failed or safe mode: the same points and state as a policy that declares no
+    capability (so ignores all of them) given a constrained request; no X_failed yet is no failure model; the state
+    dumps as before (no ``constraints`` key)."""
+    cls = get_policy(name)
+    blind = type("Blind", (cls,), {"handles": frozenset()})  # not registered: a plain subclass
+    X = torch.quasirandom.SobolEngine(3, scramble=True, seed=1).draw(6, dtype=torch.float64)
+    y, cfg = quadratic(X), config(name)
+    P = Polytope(
+        torch.ones(1, 3, dtype=torch.float64), torch.ones(1, dtype=torch.float64), torch.zeros(0, 3), torch.zeros(0)
+    )
+    plain = cls().suggest(request(name, X, y, config=cfg, seed=2, count=2))
+    ignored = blind().suggest(request(name, X, y, C=ball(X), polytope=P, delta=0.1, config=cfg, seed=2, count=2))
+    no_failures = cls().suggest(request(name, X, y, X_failed=X[:0], config=cfg, seed=2, count=2))
+    assert torch.equal(plain.X, ignored.X) and torch.equal(plain.X, no_failures.X)
+    assert plain.state == ignored.state == no_failures.state
+    assert "constraints" not in cls.dump_state(plain.state)["data"]
+
+
+# --- parameter constraints: every point inside ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_every_batch_step_and_top_up_stays_inside_random_polytopes(name: str) -> None:
+    """Random polytopes, 2..20 parameters, 1..5 constraints (equalities among them): the first batch (x_0 the cube's
+    centre, moved inside when it is not), a step on evaluated data (with an outcome constraint on every other case)
+    and a top-up while a point is pending, every row inside the polytope and the cube within 1e-9."""
+    policy = get_policy(name)()
+    cfg = config(name, refit="never", samples_per_iteration=3, ascent_steps=5, fantasies=2, lookahead_maxiter=3)
+    cfg = {k: v for k, v in cfg.items() if k in policy.Config.model_fields}
+    seen = 0.0
+    for i, (P, x0) in enumerate(cases(8, seed=11)):
+        d = x0.numel()
+        C_of = (lambda X: X[:, :1] - 0.5) if i % 2 else (lambda X: torch.zeros(X.shape[0], 0, dtype=X.dtype))
+        first = policy.suggest(request(name, torch.zeros(0, d), torch.zeros(0), polytope=P, config=cfg, seed=i))
+        X = torch.cat([first.X, sample(P, 4, torch.Generator().manual_seed(i))])
+        step = policy.suggest(
+            request(name, X, quadratic(X), C=C_of(X), polytope=P, state=first.state, config=cfg, seed=i, count=2)
+        )
+        done, out = torch.cat([X, step.X[:-1]]), step.X[-1:]
+        top_up = policy.suggest(
+            request(
+                name, done, quadratic(done), C=C_of(done), polytope=P, pending=out, state=step.state, config=cfg, seed=i
+            )
+        )
+        assert step.state.path[-1].info["event"] == "step" and top_up.state.phase == "top-up"
+        for what, points in (("batch", first.X), ("step", step.X), ("top-up", top_up.X)):
+            assert worst(P, points) <= TOL, f"case {i} (d={d}, {P.b_ub.numel()} <=, {P.b_eq.numel()} ==): {what}"
+            seen = max(seen, worst(P, points))
+    print(f"\n{name}: the largest violation of 8 random polytopes: {seen:.2e}")
+
+
+def test_into_polytope_brings_points_inside_along_their_segment_and_leaves_inside_ones_alone() -> None:
+    for i, (P, x0) in enumerate(cases(20, seed=12)):
+        d = x0.numel()
+        anchor = sample(P, 1, torch.Generator().manual_seed(i))[0]
+        X = torch.rand(16, d, generator=torch.Generator().manual_seed(i), dtype=torch.float64) * 1.4 - 0.2
+        lo, hi = torch.zeros(d, dtype=torch.float64), torch.ones(d, dtype=torch.float64)
+        out = into_polytope(P, X, anchor, lo, hi)
+        assert worst(P, out) <= TOL, f"case {i}"
+        inner = sample(P, 8, torch.Generator().manual_seed(100 + i))
+        assert torch.allclose(into_polytope(P, inner, anchor, lo, hi), inner, atol=1e-9), f"case {i}"
+
+
+# --- outcome constraints ------------------------------------------------------------------------------------------
+
+
+def test_the_closed_form_posterior_is_the_models() -> None:
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(12, 3, generator=g, dtype=torch.float64)
+    for kernel in ("rbf", "matern52"):
+        model = gp.fit_model(X, ball(X)[:, 0], kernel)
+        Z = torch.rand(20, 3, generator=g, dtype=torch.float64)
+        mean, sigma = Posterior(model)(Z)
+        with torch.no_grad():
+            posterior = model.posterior(Z)
+        assert torch.allclose(mean, posterior.mean.reshape(-1), atol=1e-8)
+        assert torch.allclose(sigma, posterior.variance.clamp_min(1e-12).sqrt().reshape(-1), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_a_run_ends_at_a_feasible_centre_better_than_its_feasible_start(name: str) -> None:
+    X, state = run(name, 8)
+    x_t = torch.tensor([state.x_t], dtype=torch.float64)
+    f_t, c_t = float(quadratic(x_t)[0]), float(ball(x_t)[0, 0])
+    feasible = (ball(X) <= 0).all(-1)
+    best = float(quadratic(X[feasible]).min())
+    print(f"\n{name}: centre f = {f_t:.4f}, c = {c_t:.4f}; best feasible {best:.4f} (optimum {OPTIMUM:.4f}, start 0.5)")
+    assert c_t <= 1e-3, "the centre is feasible (within 1e-3 of a constraint of scale 0.3)"
+    assert f_t < 0.25, "and well below the start's 0.5"
+    assert best < OPTIMUM + 0.1
+    assert state.constraints is not None and 0 < (state.constraints.feasible_share or 0) <= 1
+    display = get_policy(name).display(state, get_policy(name).Config(), X.shape[0])
+    assert display is not None
+    assert display.numbers["active constraint"] == 0 and "feasible share" in display.numbers
+    assert "P(feasible) at x_t" in display.numbers and "centre" in display.numbers
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_safe_mode_asks_few_violating_points_from_a_safe_start(name: str) -> None:
+    X, state = run(name, 8, seed=1, delta=0.05)
+    free, _ = run(name, 8, seed=1)
+    violating, free_violating = int((ball(X) > 0).sum()), int((ball(free) > 0).sum())
+    print(f"\n{name}: safe mode {violating} of {X.shape[0]} violate, outside it {free_violating} of {free.shape[0]}")
+    assert violating <= 0.1 * X.shape[0] and violating <= free_violating
+    assert torch.equal(X[0], torch.tensor(START, dtype=torch.float64)), "the first point is the safe seed"
+    assert float(quadratic(torch.tensor([state.x_t], dtype=torch.float64))[0]) < 0.5, "and it moves on from there"
+    display = get_policy(name).display(state, get_policy(name).Config(), X.shape[0])
+    assert display is not None and display.numbers["max violation probability"] == 0.05
+    share = display.numbers["safe share of the box"]
+    assert isinstance(share, float) and 0 < share <= 1
+
+
+def test_safe_mode_without_results_asks_the_seed_only() -> None:
+    for name in POLICIES:
+        made = request(
+            name,
+            torch.zeros(0, 2),
+            torch.zeros(0),
+            C=torch.zeros(0, 1),
+            delta=0.05,
+            config=config(name, x0=START),
+            count=3,
+        )
+        X = get_policy(name)().suggest(made).X
+        assert torch.equal(X, torch.tensor([START] * 3, dtype=torch.float64)), name
+
+
+# --- failures to avoid ------------------------------------------------------------------------------------------
+
+DISC, RADIUS = torch.tensor([0.45, 0.5], dtype=torch.float64), 0.2
+TARGET = torch.tensor([0.55, 0.5], dtype=torch.float64)  # f's minimum, inside the disc; the best rim point f = 0.01
+
+
+def disc_run(name: str, avoid: bool, budget: int = 36) -> tuple[int, int, float]:
+    """(points asked inside the disc, of those more than 0.02 inside, the best completed value)."""
+    policy, cfg = get_policy(name)(), config(name, x0=[0.85, 0.5])
+    X, failed = torch.zeros(0, 2, dtype=torch.float64), torch.zeros(0, 2, dtype=torch.float64)
+    state, asked, inside, deep = None, 0, 0, 0
+    while asked < budget:
+        y = (X - TARGET).pow(2).sum(-1)
+        suggestion = policy.suggest(request(name, X, y, X_failed=failed if avoid else None, state=state, config=cfg))
+        state, Z = suggestion.state, suggestion.X
+        depth = RADIUS - (Z - DISC).norm(dim=-1)
+        asked, inside, deep = asked + Z.shape[0], inside + int((depth >= 0).sum()), deep + int((depth > 0.02).sum())
+        X, failed = torch.cat([X, Z[depth < 0]]), torch.cat([failed, Z[depth >= 0]])
+    return inside, deep, float((X - TARGET).pow(2).sum(-1).min())
+
+
+@pytest.mark.parametrize("name", ["gibo", "minucb"])
+def test_the_failure_model_steers_the_points_away_from_the_failure_disc(name: str) -> None:
+    with_, without = disc_run(name, avoid=True), disc_run(name, avoid=False)
+    print(f"\n{name}: inside / deep / best with X_failed {with_}, without {without}")
+    assert with_[0] < without[0] and with_[1] <= 0.5 * without[1]
+    assert with_[2] <= without[2] + 0.005
+
+
+def test_the_failure_model_shows_in_the_display_and_the_state() -> None:
+    X = torch.tensor([[0.8, 0.5], [0.9, 0.6], [0.7, 0.4], [0.85, 0.3]], dtype=torch.float64)
+    failed = torch.tensor([[0.5, 0.5], [0.55, 0.45]], dtype=torch.float64)
+    state = None
+    for _ in range(2):  # the first call starts, the second steps
+        made = request("minucb", X, (X - TARGET).pow(2).sum(-1), X_failed=failed, state=state, config=config("minucb"))
+        state = get_policy("minucb")().suggest(made).state
+    assert isinstance(state, LocalState) and state.constraints is not None
+    assert state.constraints.n_failed == 2 and state.constraints.failure_hypers is not None
+    display = get_policy("minucb").display(state, get_policy("minucb").Config(), X.shape[0])
+    assert display is not None and "2 failed of 6" in str(display.numbers["failure model"])
+
+
+# --- determinism ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_same_seed_same_points_and_the_global_rng_untouched(name: str) -> None:
+    """Everything at once (a polytope, an outcome constraint, failures, safe mode): the batch, the step and a
+    top-up twice from the same request, and torch's global RNG as it was."""
+    P, _ = cases(1, seed=5, d_max=4)[0]
+    d = P.A_ub.shape[-1] if P.A_ub.numel() else P.A_eq.shape[-1]
+    X = sample(P, 8, torch.Generator().manual_seed(0))
+    failed = sample(P, 2, torch.Generator().manual_seed(1))
+    cfg = config(name)
+
+    def calls() -> list[Suggestion]:
+        policy, out, state = get_policy(name)(), [], None
+        for pending in (None, None, X[:1]):
+            made = request(
+                name, X, quadratic(X), C=ball(X), polytope=P, X_failed=failed, delta=0.2, pending=pending,
+                state=state, config=cfg, seed=3, count=2,
+            )  # fmt: skip
+            out.append(policy.suggest(made))
+            state = out[-1].state
+        return out
+
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    first, second = calls(), calls()
+    assert torch.equal(torch.random.get_rng_state(), before), "no policy touches torch's global RNG"
+    for a, b in zip(first, second, strict=True):
+        assert torch.equal(a.X, b.X) and a.state == b.state and worst(P, a.X) <= TOL
+    assert d == X.shape[1]
