@@ -145,10 +145,10 @@ def test_outcome_specs_that_cannot_be_served_are_refused(api: Any, fields: dict,
 
 
 def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can(api: Any) -> None:
-    resp = api.post(API, json={"name": unique(), "space": SPACE, "policy": "minucb"} | REACTOR)
-    refused(resp, "constraints", "minucb", "turbo")
-    avoid = api.post(API, json={"name": unique(), "space": SPACE, "policy": "minucb", "failures": "avoid"})
-    refused(avoid, "failures", "minucb")
+    resp = api.post(API, json={"name": unique(), "space": SPACE, "policy": "mpd"} | REACTOR)
+    refused(resp, "constraints", "mpd", "turbo", "minucb")
+    avoid = api.post(API, json={"name": unique(), "space": SPACE, "policy": "mpd", "failures": "avoid"})
+    refused(avoid, "failures", "mpd", "gibo")
 
 
 @pytest.mark.parametrize(
@@ -272,3 +272,24 @@ def test_failures_avoid_reaches_the_policy_through_the_api(api: Any) -> None:
     study = api.get(f"{API}/{name}").json()
     assert study["failures"] == "avoid" and study["summary"]["n_fallback"] == 0
     assert study["last_policy_error"] is None, study["last_policy_error"]
+
+
+def test_parameter_constraints_on_a_finite_space_leave_out_the_candidates_that_break_them(api: Any) -> None:
+    grid = [{"id": f"g{i}{j}", "params": {"x": i / 4, "y": j / 4}} for i in range(5) for j in range(5)]
+    rule = [{"terms": {"x": 1, "y": 1}, "op": "<=", "bound": 1}]
+    body = {"space": {"kind": "finite", "candidates": grid}, "policy": "random", "seed": 1}
+    resp = api.post(API, json={"name": unique(), **body, "parameter_constraints": rule})
+    assert resp.status_code == 201, resp.text
+    study = resp.json()
+    assert study["space"]["candidates"] == 15 and study["parameter_constraints"] == rule
+    asked = ask(api, study["name"], 15)
+    assert all(t["params"]["x"] + t["params"]["y"] <= 1 + 1e-9 for t in asked)
+    assert len({t["candidate"] for t in asked}) == 15
+    assert api.post(f"{API}/{study['name']}/ask", json={"count": 1}).status_code == 409, "every candidate is asked"
+    none = [{"terms": {"x": 1}, "op": ">=", "bound": 2}]
+    refused(api.post(API, json={"name": unique(), **body, "parameter_constraints": none}), "parameter_constraints")
+    unknown = [{"terms": {"z": 1}, "op": "<=", "bound": 1}]
+    refused(
+        api.post(API, json={"name": unique(), **body, "parameter_constraints": unknown}),
+        "parameter_constraints.0.terms.z",
+    )
