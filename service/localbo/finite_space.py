@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
+    from localbo.domain.outcomes import ParameterConstraint
+
+from localbo.errors import InvalidInput
 from localbo.space import SpaceError, check_names, number
 
 MAX_CANDIDATES = 100_000
@@ -70,6 +73,28 @@ class FiniteSpec:
             "kernel": self.kernel_kind,
             "allow_repeats": self.allow_repeats,
         }
+
+    def within(self, rules: list[ParameterConstraint]) -> FiniteSpec:
+        """The candidates that satisfy every rule (linear, in user units, within FEASIBILITY_TOLERANCE), the
+        kernel cut to them; a 422 naming ``parameter_constraints`` when none does."""
+        import torch
+
+        from localbo.domain.outcomes import FEASIBILITY_TOLERANCE
+
+        keep = torch.ones(self.size, dtype=torch.bool)
+        for rule in rules:
+            lhs = sum(a * self.values[:, self.names.index(n)] for n, a in rule.terms.items())
+            assert isinstance(lhs, torch.Tensor)
+            if rule.op == "==":
+                keep &= (lhs - rule.bound).abs() <= FEASIBILITY_TOLERANCE
+            else:
+                keep &= (lhs - rule.bound if rule.op == "<=" else rule.bound - lhs) <= FEASIBILITY_TOLERANCE
+        if not bool(keep.any()):
+            raise InvalidInput("parameter_constraints", f"none of the {self.size} candidates satisfies them")
+        at = keep.nonzero()[:, 0]
+        kernel = None if self.kernel is None else self.kernel[at][:, at]
+        ids = [self.ids[i] for i in at.tolist()]
+        return FiniteSpec(self.names, ids, self.values[at], kernel, self.kernel_kind, self.allow_repeats)
 
     def rows(self) -> list[dict[str, Any]]:
         """The candidates table's rows (without study_id)."""

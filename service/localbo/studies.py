@@ -248,16 +248,18 @@ class Studies:
 
         outcomes = parse_outcomes(objectives, constraints, failures, safety, reference_point)
         linear_rules, linear = None, None
-        if parameter_constraints:
-            if finite is not None:
-                raise InvalidInput(
-                    "parameter_constraints", "a finite space lists its points: leave out the ones to avoid"
-                )
+        if parameter_constraints and finite is not None:  # the candidates that satisfy them, the rest left out
+            ranges = finite.summary()["params"]  # a constant parameter gets a nominal width: only names matter here
+            box = SearchSpace.parse({n: {**r, "high": max(r["high"], r["low"] + 1)} for n, r in ranges.items()})
+            rules = parse_parameter_constraints(parameter_constraints, box, check_region=False)[0]
+            finite = finite.within(rules)
+            stored, linear_rules = finite.summary(), [c.model_dump(mode="json") for c in rules]
+        elif parameter_constraints:
             rules, linear = parse_parameter_constraints(parameter_constraints, parsed)
             linear_rules = [c.model_dump(mode="json") for c in rules]
         if finite is not None and outcomes.constraints:
             raise InvalidInput("constraints", "outcome constraints on a finite space are not served yet")
-        check_capabilities(policy, outcomes, bool(linear_rules))
+        check_capabilities(policy, outcomes, bool(linear_rules) and finite is None)
         seeds = safety_seeds(outcomes, None if finite is not None else parsed, linear)
         config = start_config(config, seeds)
         if outcomes.objectives:
