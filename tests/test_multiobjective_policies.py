@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 TOL = Polytope.TOLERANCE
 SMALL: dict[str, dict[str, Any]] = {
-    "morbo": {"candidates": 256},
+    "morbo": {"candidates": 128},
     "qlognehvi": {"num_restarts": 2, "raw_samples": 32, "mc_samples": 32, "maxiter": 30},
 }
 BRANIN_CURRIN_REF = torch.tensor([18.0, 6.0], dtype=torch.float64)  # BoTorch's, in minimised units
