@@ -1,0 +1,43 @@
+"""benchmarks/multiobjective.py --smoke (issue 31): localbo's MORBO and random against Optuna's NSGA-II and
+multi-objective TPE on Branin-Currin and the constrained C2DTLZ2, scored by log hypervolume difference and tabled
+with costs, so the multi-objective benchmark's script cannot rot."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from tests.conftest import BENCHMARKS, run_benchmark
+
+COMMITTED = BENCHMARKS / "results" / "multiobjective.json"
+
+
+def test_smoke_run_tables_each_method_with_hypervolume_and_costs(tmp_path: Path) -> None:
+    before = COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None
+    run_benchmark("multiobjective.py", "--smoke", "--out", str(tmp_path), timeout=120)
+
+    data = json.loads((tmp_path / "multiobjective.json").read_text())
+    assert data["meta"]["smoke"] is True and not data["failed"]
+    runs = {(r["problem"], r["method"]): r for r in data["runs"]}
+    methods = {"morbo", "random", "nsga2", "tpe"}
+    assert set(runs) == {(p, m) for p in ("branincurrin", "c2dtlz2") for m in methods}
+    for run in runs.values():
+        assert run["evals"] == 12 and run["wall_s"] >= 0 and run["cpu_s"] >= 0
+        assert run["fallbacks"] == 0 and run["n_errors"] == 0, run["errors"]
+        assert 0 <= run["infeasible"] <= 12
+        hv, score = run["hv"]["12"], run["log_hv_diff"]["12"]
+        max_hv = data["table"][run["problem"]]["max_hv"]
+        assert 0 <= hv < max_hv and math.isclose(score, math.log10(max_hv - hv))
+    assert all(r["infeasible"] == 0 for r in data["runs"] if r["problem"] == "branincurrin")
+    assert math.isclose(data["table"]["branincurrin"]["max_hv"], 59.36011874867746)
+    assert 0.3996 < data["table"]["c2dtlz2"]["max_hv"] < 0.4001, "the computed front beats BoTorch's NSGA-II estimate"
+    text = (tmp_path / "multiobjective.md").read_text()
+    assert text.startswith("# Multi-objective benchmark") and "## Goals (issue 31)" in text
+    assert "| morbo | 1 | 12 |" in text and "## c2dtlz2 (d = 12, 2 objectives, 1 outcome constraint(s)" in text
+    assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
+
+
+def test_smoke_refuses_to_write_into_the_committed_results() -> None:
+    done = run_benchmark("multiobjective.py", "--smoke", "--out", str(BENCHMARKS / "results"), timeout=60, ok=False)
+    assert done.returncode == 2 and "--smoke does not write into benchmarks/results" in done.stderr
