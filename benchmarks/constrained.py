@@ -63,9 +63,11 @@ OURS = ("turbo", "ei", "ucb")  # the constrained policies whose best the goals c
 PEERS = ("tpe", "gpsampler", "optuna-random", "ax")
 CHEAP = ("random", "optuna-random", "tpe")  # seconds a run: they run first
 HEADLINE = ("turbo", "gpsampler")  # the local constrained policy and the model-based peer: before ei and ucb
-FULL = {"problems": ",".join(PROBLEMS), "methods": "turbo,ei,ucb,random,tpe,gpsampler,optuna-random,ax", "seeds": 5,
+FULL = {"problems": ",".join(PROBLEMS),
+        "methods": "turbo,ei,ucb,random,tpe,gpsampler,optuna-random,ax,turbo-avoid,ei-avoid,turbo-safe", "seeds": 5,
         "evals": 200}  # fmt: skip
-SMOKE = {"problems": "c_gramacy,mixture8", "methods": "turbo,random,tpe,optuna-random", "seeds": 1, "evals": 12}
+SMOKE = {"problems": "c_gramacy,mixture8,fail_hartmann6", "methods": "turbo,random,tpe,optuna-random,turbo-avoid,turbo-safe",
+         "seeds": 1, "evals": 12}  # fmt: skip
 
 
 def say(text: str) -> None:
@@ -138,6 +140,15 @@ def run_all(
     return todo
 
 
+def applies(method: str, problem: str) -> bool:
+    """``-avoid`` runs only where evaluations can fail, ``-safe`` only where there are outcome constraints."""
+    if method.endswith("-avoid"):
+        return get_problem(problem).fails is not None
+    if method.endswith("-safe"):
+        return get_problem(problem).m > 0
+    return True
+
+
 def checkpoints_for(evals: int) -> list[int]:
     return sorted({c for c in CHECKPOINTS if c <= evals} | {evals})
 
@@ -191,6 +202,7 @@ def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str
                 "regret": {str(k): cell(mine, k, problem.optimum) for k in CHECKPOINTS},
                 "last": cell(mine, min(r["evals"] for r in mine), problem.optimum),
                 "infeasible": mean_se([r["infeasible"] / r["evals"] for r in mine]),
+                "failed": mean_se([r.get("failed", 0) / r["evals"] for r in mine]),
                 "fallbacks": sum(r["fallbacks"] for r in mine),
                 "equality_violations": sum(r["equality_violations"] for r in mine),
                 "errors": sum(r["n_errors"] for r in mine),
@@ -244,6 +256,45 @@ def goals(dim: int, rows: dict[str, Any]) -> dict[str, Any]:
             entry.update(rule="neither feasible in every seed", met=None)
         out[k] = entry
     return out
+
+
+def careful_goals(table: dict[str, Any]) -> list[str]:
+    """Issue 30's goals for failures and safe mode, from the table's rows: a ``-avoid`` method's failed share at
+    most half its plain policy's; a ``-safe`` run with at most 5 % of its evaluations infeasible while its last
+    best feasible value is within 10 % of its plain policy's (|f_safe - f| <= 0.1 |f|, f the plain run's mean)."""
+    lines = ["", "## Goals for failures and safe mode (issue 30)", "",
+             "| problem | method | against | measured | target | met |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, t in table.items():
+        rows = t["rows"]
+        for method, r in rows.items():
+            base, _, mode = method.partition("-")
+            if mode not in ("avoid", "safe") or base not in rows:
+                continue
+            plain = rows[base]
+            if mode == "avoid":
+                ours, theirs = r["failed"][0], plain["failed"][0]
+                met = ours <= 0.5 * theirs if theirs > 0 else None
+                lines.append(f"| {name} | {method} | {base} | failed {ours:.3f} vs {theirs:.3f} of evaluations "
+                             f"| <= 0.5 x | {_met(met)} |")  # fmt: skip
+                continue
+            share = r["infeasible"][0]
+            ours_f, plain_f = r["last"], plain["last"]
+            if ours_f is None or plain_f is None or "mean" not in ours_f or "mean" not in plain_f:
+                lines.append(f"| {name} | {method} | {base} | infeasible {share:.3f}; no feasible value in every seed "
+                             f"| <= 0.05 and within 10 % | {_met(None)} |")  # fmt: skip
+                continue
+            optimum = t["optimum"] or 0.0
+            f_safe, f_plain = ours_f["mean"] + optimum, plain_f["mean"] + optimum  # regrets back to values
+            close = abs(f_safe - f_plain) <= 0.1 * abs(f_plain) or f_safe <= f_plain
+            lines.append(
+                f"| {name} | {method} | {base} | infeasible {share:.3f}; best {f_safe:.4g} vs {f_plain:.4g} "
+                f"| <= 0.05 and within 10 % | {_met(share <= 0.05 and close)} |"
+            )
+    return lines
+
+
+def _met(met: bool | None) -> str:
+    return {True: "yes", False: "**no**", None: "not decided"}[met]
 
 
 def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
@@ -313,22 +364,24 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
                 f"| {name} | {t['dim']} | {k} | {g['ours']} | {show(g['ours_cell'])} | {g['peer']} "
                 f"| {show(g['peer_cell'])} | {target} | {met} |"
             )
+    lines += careful_goals(table)
     for name, t in table.items():
         opt = "unknown" if t["optimum"] is None else f"{t['optimum']:.6g} ({t['optimum_from']})"
         lines += [
             "",
             f"## {name} (d = {t['dim']}, {t['m']} outcome constraint(s){', sum x = 1' if name.startswith('mixture') else ''}; f* = {opt})",  # noqa: E501
             "",
-            "| method | seeds | evals | regret @ 50 | regret @ 100 | regret @ 200 | infeasible | fallbacks | off eq. "
-            "| wall s / run | CPU s / run |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| method | seeds | evals | regret @ 50 | regret @ 100 | regret @ 200 | infeasible | failed | fallbacks "
+            "| off eq. | wall s / run | CPU s / run |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for method, r in t["rows"].items():
             regrets = " | ".join(show(r["regret"][str(k)]) for k in CHECKPOINTS)
             if all(r["regret"][str(k)] is None for k in CHECKPOINTS):
                 regrets = f"at {r['evals']}: {show(r['last'])} | - | -"
             lines.append(
-                f"| {method} | {r['seeds']} | {r['evals']} | {regrets} | {fmt(*r['infeasible'])} | {r['fallbacks']} "
+                f"| {method} | {r['seeds']} | {r['evals']} | {regrets} | {fmt(*r['infeasible'])} "
+                f"| {fmt(*r.get('failed', (0.0, None)))} | {r['fallbacks']} "
                 f"| {r['equality_violations']} | {fmt(*r['wall_s'])} | {fmt(*r['cpu_s'])} |"
             )
     lines += ["", "Findings, written by hand: `constrained_findings.md`.", ""]
@@ -393,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # the cheap methods first, each group seed-major: a run stopped by its deadline has whole seeds of each problem
     keys = [(p, m, s, evals_for.get(m, args.evals)) for s in range(args.seeds) for p in problems for m in methods
-            if s < seeds_for.get(m, args.seeds)]  # fmt: skip
+            if s < seeds_for.get(m, args.seeds) and applies(m, p)]  # fmt: skip
     # then SCBO and the GP peer, then the other GP policies: a cut run has those two's seeds first
     keys.sort(key=lambda k: (k[1] not in CHEAP, k[1] not in HEADLINE))  # stable: the order in each group is kept
     state: dict[str, Any] = {"runs": [], "failed": []}

@@ -1,6 +1,7 @@
 """benchmarks/constrained.py --smoke (issue 30, must show): localbo's SCBO and random against Optuna's TPE and
-random on a constrained problem and on the mixture with its parameter equality, tabled with costs, so the
-constrained benchmark's script cannot rot."""
+random on a constrained problem, on the mixture with its parameter equality and on a problem with a failure
+region, with SCBO in safe mode and with failures avoided, tabled with costs, so the constrained benchmark's script
+cannot rot."""
 
 from __future__ import annotations
 
@@ -14,21 +15,26 @@ COMMITTED = BENCHMARKS / "results" / "constrained.json"
 
 def test_smoke_run_tables_each_method_with_feasibility_and_costs(tmp_path: Path) -> None:
     before = COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None
-    run_benchmark("constrained.py", "--smoke", "--out", str(tmp_path), timeout=120)
+    run_benchmark("constrained.py", "--smoke", "--out", str(tmp_path), timeout=400)
 
     data = json.loads((tmp_path / "constrained.json").read_text())
     assert data["meta"]["smoke"] is True and not data["failed"]
     runs = {(r["problem"], r["method"]): r for r in data["runs"]}
     methods = {"turbo", "random", "tpe", "optuna-random"}
-    assert set(runs) == {(p, m) for p in ("c_gramacy", "mixture8") for m in methods}
+    problems = ("c_gramacy", "mixture8", "fail_hartmann6")
+    careful = {("c_gramacy", "turbo-safe"), ("mixture8", "turbo-safe"), ("fail_hartmann6", "turbo-avoid")}
+    assert set(runs) == {(p, m) for p in problems for m in methods} | careful
     for run in runs.values():
         assert run["evals"] == 12 and run["wall_s"] >= 0 and run["cpu_s"] >= 0
         assert run["fallbacks"] == 0 and run["n_errors"] == 0, run["errors"]
-        assert 0 <= run["infeasible"] <= 12
+        assert 0 <= run["infeasible"] <= 12 and 0 <= run["failed"] <= 12
+    assert all(r["failed"] == 0 for r in data["runs"] if r["problem"] != "fail_hartmann6")
+    assert runs[("fail_hartmann6", "random")]["failed"] > 0, "random lands in the failure region"
     assert all(r["equality_violations"] == 0 for r in data["runs"]), "every mixture point has sum x = 1"
     assert runs[("c_gramacy", "turbo")]["best"]["12"] is not None, "SCBO finds a feasible point on Gramacy"
     text = (tmp_path / "constrained.md").read_text()
     assert text.startswith("# Constrained benchmark") and "## Goals (issue 30)" in text
+    assert "## Goals for failures and safe mode (issue 30)" in text and "| mixture8 | turbo-safe | turbo |" in text
     assert "| turbo | 1 | 12 |" in text and "## mixture8 (d = 8, 1 outcome constraint(s), sum x = 1" in text
     assert (COMMITTED.stat().st_mtime_ns if COMMITTED.exists() else None) == before
 

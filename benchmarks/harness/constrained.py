@@ -14,12 +14,21 @@ Problems (``PROBLEMS``):
   m 2).
 - ``ackley10``: SCBO's (Eriksson & Poloczek 2021, sec. 5) Ackley in 10-D on [-5, 10]^10 with c1 = sum(x) <= 0 and
   c2 = ||x||_2 - 5 <= 0; f* = 0 at x = 0.
+- ``fail_hartmann6``: Hartmann-6 on [0, 1]^6 (f* = -3.32237, BoTorch's) with no outcome constraint and a failure
+  region: an evaluation with x0 + x1 + x2 > 1.6 fails (no value; 42 % of the cube, away from the optimum, whose
+  x0 + x1 + x2 = 0.83). A failed evaluation counts in ``failed``; localbo's ``-avoid`` methods model the failures
+  (``failures: "avoid"``), the others are told nothing but that it failed (Optuna: a FAIL trial; Ax: a failed
+  trial).
 - ``mixture8``: a mixture of 8 fractions (x in [0, 1]^8, sum x = 1: a parameter equality), f = (x - x0)^T Q
   (x - x0), a fixed positive definite Q and target blend x0, with one outcome constraint, a purity
   0.5 - p^T x <= 0 (purity p^T x of at least 0.5; x0 has less, so the optimum lies on the constraint);
   f* from SLSQP on the convex problem (``mixture_optimum``).
 
-Runners (``run_method``), one (problem, method, seed) each, ``evals`` sequential evaluations:
+Runners (``run_method``), one (problem, method, seed) each, ``evals`` sequential evaluations. A localbo method named
+``<policy>-avoid`` runs the policy with ``failures: "avoid"`` (``SuggestRequest.X_failed``), ``<policy>-safe`` in safe
+mode (delta = ``SAFE_DELTA``) from the problem's safe seed (``Problem.safe_seed``: a known-feasible point, the
+75th-percentile value among the feasible points of 4096 Sobol points, so not a head start), asked first, with the
+engine's safe fallback (the feasible point with the widest margin, else the seed) in place of a random one:
 
 - ``direct`` (localbo's policies: ``turbo`` (SCBO), ``ei`` (constrained log-EI), ``ucb`` (weighted by the
   probability of feasibility), ``random``): the policy API in process, emulating the engine as
@@ -57,7 +66,10 @@ import torch
 from torch import Tensor
 
 DTYPE = torch.float64
-LOCALBO_METHODS = ("turbo", "ei", "ucb", "random")
+LOCALBO_METHODS = ("turbo", "ei", "ucb", "random", "turbo-avoid", "ei-avoid", "turbo-safe")
+SAFE_DELTA = 0.05  # safe mode's max_violation_probability
+SEED = "seed"  # a safe run's first point
+SAFE_FALLBACK = "fallback-safe"
 OPTUNA_METHODS = ("tpe", "gpsampler", "optuna-random")
 AX_METHODS = ("ax",)
 FALLBACK = "fallback"
@@ -75,6 +87,7 @@ class Problem:
     optimum: float | None  # f* (minimum over the feasible set), when known
     optimum_from: str
     mixture: bool = False  # the parameters are fractions: sum x == 1
+    fails: Callable[[Tensor], bool] | None = None  # x (user units) -> whether the evaluation fails (no value)
 
     def to_user(self, u: Tensor) -> Tensor:
         return self.lower + u * (self.upper - self.lower)
@@ -95,6 +108,26 @@ class Problem:
 
     def equality_violation(self, x: Tensor) -> float:
         return abs(float(x.sum()) - 1.0) if self.mixture else 0.0
+
+    def safe_seed(self) -> Tensor | None:
+        """A known-feasible point in the unit cube (None: none among 4096 Sobol points): the one at the 75th
+        percentile of f among the feasible ones that do not fail, as a lab's safe but unremarkable recipe."""
+        u = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=0).draw(4096, dtype=DTYPE)
+        if self.mixture:
+            u = torch.stack([simplex_map(row.clamp(min=1e-12)) for row in u])
+            u = (u - self.lower) / (self.upper - self.lower)
+        found = []
+        for row in u:
+            x = self.to_user(row)
+            if self.fails is not None and self.fails(x):
+                continue
+            f, c = self.evaluate(x)
+            if not c.numel() or float(c.max()) <= 0:
+                found.append((f, row))
+        if not found:
+            return None
+        found.sort(key=lambda item: item[0])
+        return found[int(0.75 * (len(found) - 1))][1]
 
 
 def _botorch(name: str, cls_name: str) -> Problem:
@@ -174,6 +207,21 @@ def _mixture() -> Problem:
     )  # fmt: skip
 
 
+def _fail_hartmann6() -> Problem:
+    from botorch.test_functions.synthetic import Hartmann
+
+    fn = Hartmann(dim=6)
+
+    def evaluate(x: Tensor) -> tuple[float, Tensor]:
+        return float(fn.evaluate_true(x.to(DTYPE).reshape(1, -1))[0]), torch.zeros(0, dtype=DTYPE)
+
+    d = 6
+    return Problem(
+        "fail_hartmann6", d, torch.zeros(d, dtype=DTYPE), torch.ones(d, dtype=DTYPE), 0, evaluate,
+        float(fn.optimal_value), "BoTorch's Hartmann(6).optimal_value", fails=lambda x: float(x[:3].sum()) > 1.6,
+    )  # fmt: skip
+
+
 PROBLEMS: dict[str, Callable[[], Problem]] = {
     "pressure_vessel": lambda: _botorch("pressure_vessel", "PressureVessel"),
     "welded_beam": lambda: _botorch("welded_beam", "WeldedBeamSO"),
@@ -183,6 +231,7 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "c_gramacy": lambda: _botorch("c_gramacy", "ConstrainedGramacy"),
     "ackley10": _ackley10,
     "mixture8": _mixture,
+    "fail_hartmann6": _fail_hartmann6,
 }
 
 
@@ -205,11 +254,20 @@ class ConstrainedRun:
     violation: list[float] = field(default_factory=list)  # max_j c_j (<= 0: feasible)
     source: list[str] = field(default_factory=list)
     equality_violations: int = 0  # points off the parameter equality by more than EQ_TOL
+    failed: int = 0  # evaluations that failed (the problem's failure region): no value
     errors: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     cpu_s: float = 0.0
 
-    def record(self, problem: Problem, x_user: Tensor, source: str) -> tuple[float, Tensor]:
+    def record(self, problem: Problem, x_user: Tensor, source: str) -> tuple[float, Tensor] | None:
+        """The evaluation's (f, c), or None when it failed (counted, no value)."""
+        if problem.fails is not None and problem.fails(x_user):
+            self.failed += 1
+            self.f.append(math.nan)
+            self.violation.append(math.nan)
+            self.source.append(source)
+            self.equality_violations += problem.equality_violation(x_user) > EQ_TOL
+            return None
         f, c = problem.evaluate(x_user)
         self.f.append(f)
         self.violation.append(float(c.max()) if c.numel() else -math.inf)
@@ -234,8 +292,9 @@ class ConstrainedRun:
             "best": {str(k): self.best_feasible(k) for k in checkpoints if k <= n},
             "trace": {str(k): self.best_feasible(k) for k in trace_at},  # best feasible every 10 evaluations
             "first_feasible": feasible[0] if feasible else None,
-            "infeasible": n - len(feasible),
-            "fallbacks": sum(s == FALLBACK for s in self.source),
+            "infeasible": sum(1 for v in self.violation if v > 0),  # failed evaluations are not counted here
+            "failed": self.failed,
+            "fallbacks": sum(s in (FALLBACK, SAFE_FALLBACK) for s in self.source),
             "equality_violations": self.equality_violations,
             "errors": self.errors[:5],
             "n_errors": len(self.errors),
@@ -254,7 +313,8 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
     from localbo.policies.polytope import feasible_or_none, sample
     from localbo.policies.requests import make_request
 
-    cls = get_policy(method)
+    base, _, mode = method.partition("-")  # "turbo-avoid": turbo with failures: "avoid"; "turbo-safe": safe mode
+    cls = get_policy(base)
     config = cls.Config.model_validate({})
     cls.check_study(problem.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
@@ -265,11 +325,28 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
     X_done: list[Tensor] = []
     y_done: list[float] = []
     C_done: list[Tensor] = []
+    X_failed: list[Tensor] = []
     stored: dict[str, Any] = {}
     version = 0
+    seed_point = problem.safe_seed() if mode == "safe" else None
+    if mode == "safe":
+        if seed_point is None:
+            raise ValueError(f"{problem.name}: no known-feasible seed for safe mode")
+        queue.append((seed_point, SEED))
 
     def stack(rows: list[Tensor], width: int) -> Tensor:
         return torch.stack(rows) if rows else torch.empty(0, width, dtype=DTYPE)
+
+    def safest() -> Tensor:
+        """The engine's safe fallback: the completed feasible point with the widest margin, else the seed."""
+        if C_done and problem.m:
+            C = torch.stack(C_done)
+            feasible = (C <= 0).all(-1)
+            if bool(feasible.any()):
+                margin = torch.where(feasible, (-C).min(-1).values, torch.full_like(C[:, 0], -math.inf))
+                return X_done[int(margin.argmax())]
+        assert seed_point is not None
+        return seed_point
 
     for _ in range(evals):
         if not queue:
@@ -279,7 +356,11 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
                 state=state, config=config, seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version),
             )  # fmt: skip
             request = dataclasses.replace(
-                request, C=stack(C_done, problem.m) if models_constraints else None, polytope=polytope
+                request,
+                C=stack(C_done, problem.m) if models_constraints else None,
+                polytope=polytope,
+                X_failed=stack(X_failed, d) if mode == "avoid" else None,
+                max_violation_probability=SAFE_DELTA if mode == "safe" else None,
             )
             try:
                 suggestion = cls().suggest(request)
@@ -290,18 +371,25 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
                 queue.extend((x, cls.name) for x in X.clamp(0.0, 1.0))
             except Exception as exc:  # the engine's fallback: seeded points of the fallback box (∩ the polytope)
                 run.errors.append(f"eval {len(run.f) + 1}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
-                generator = torch.Generator().manual_seed(mixed_seed(seed, FAILURE_SALT, version))
-                lo, hi = (torch.tensor(v, dtype=DTYPE) for v in cls.fallback_box(state, config, d))
-                if polytope is not None:
-                    if feasible_or_none(polytope, lo, hi) is None:
-                        lo, hi = torch.zeros(d, dtype=DTYPE), torch.ones(d, dtype=DTYPE)
-                    point = sample(polytope, 1, generator, lo, hi)[0]
+                if mode == "safe":
+                    queue.append((safest(), SAFE_FALLBACK))
                 else:
-                    point = lo + torch.rand(1, d, generator=generator, dtype=DTYPE)[0] * (hi - lo)
-                queue.append((point, FALLBACK))
+                    generator = torch.Generator().manual_seed(mixed_seed(seed, FAILURE_SALT, version))
+                    lo, hi = (torch.tensor(v, dtype=DTYPE) for v in cls.fallback_box(state, config, d))
+                    if polytope is not None:
+                        if feasible_or_none(polytope, lo, hi) is None:
+                            lo, hi = torch.zeros(d, dtype=DTYPE), torch.ones(d, dtype=DTYPE)
+                        point = sample(polytope, 1, generator, lo, hi)[0]
+                    else:
+                        point = lo + torch.rand(1, d, generator=generator, dtype=DTYPE)[0] * (hi - lo)
+                    queue.append((point, FALLBACK))
             version += 1
         x, source = queue.popleft()
-        f, c = run.record(problem, problem.to_user(x), source)
+        result = run.record(problem, problem.to_user(x), source)
+        if result is None:  # failed: no value; a point the failure model learns from
+            X_failed.append(x)
+            continue
+        f, c = result
         X_done.append(x)
         y_done.append(f)
         C_done.append(c.to(DTYPE))
@@ -311,7 +399,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
 
 
 def _constraints(trial: Any) -> list[float]:
-    return list(trial.user_attrs["constraints"])
+    return list(trial.user_attrs.get("constraints", []))
 
 
 def make_sampler(method: str, seed: int) -> Any:
@@ -348,7 +436,11 @@ def run_optuna(problem: Problem, method: str, seed: int, evals: int, run: Constr
         x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
         if problem.mixture:
             x = simplex_map(x)
-        f, c = run.record(problem, x, method)
+        result = run.record(problem, x, method)
+        if result is None:  # the rig faulted: a failed trial, as Optuna takes one
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            continue
+        f, c = result
         trial.set_user_attr("constraints", [float(v) for v in c])
         study.tell(trial, f)
 
@@ -386,7 +478,11 @@ def run_ax(problem: Problem, method: str, seed: int, evals: int, run: Constraine
         x = torch.tensor([float(params[n]) for n in names], dtype=DTYPE)
         if problem.mixture:
             x = torch.cat([x, (1.0 - x.sum()).clamp(min=0.0).reshape(1)])
-        f, c = run.record(problem, x, method)
+        result = run.record(problem, x, method)
+        if result is None:  # the rig faulted: a failed trial, as Ax takes one
+            client.mark_trial_failed(index)
+            continue
+        f, c = result
         client.complete_trial(index, raw_data={"f": f, **{f"c{j}": float(v) for j, v in enumerate(c)}})
 
 
