@@ -154,3 +154,15 @@ def test_morbo_runs_a_study_through_the_api_with_no_fallback(api: Any) -> None:
     assert study["summary"]["hypervolume"] > 0 and study["summary"]["pareto_size"] >= 2
     display = api.get(f"{API}/{name}/policy").json()["display"]
     assert display is not None and display["numbers"], display
+
+
+def test_values_near_the_double_range_never_make_a_500(api: Any) -> None:
+    name = create(api, objectives=YIELD_COST["objectives"])  # the reference point inferred
+    trials = ask(api, name, 3)
+    for trial, values in zip(trials, ({"yield": 1e300, "cost": -1e300}, {"yield": -1e300, "cost": 1e300},
+                                      {"yield": 0.5, "cost": 2.0}), strict=True):  # fmt: skip
+        tell(api, name, trial["number"], values)
+    pareto = api.get(f"{API}/{name}/pareto")
+    assert pareto.status_code == 200, pareto.text
+    assert api.get(f"{API}/{name}").status_code == 200 and api.get(API).status_code == 200
+    assert api.get(f"{API}/{name}/export?format=csv").status_code == 200

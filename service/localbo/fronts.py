@@ -13,6 +13,7 @@ trial that adds nothing to the front adds no entry. Answers are cached per study
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,15 @@ def front(outcomes: Outcomes, done: Sequence[Any]) -> dict[str, Any]:
     ref, inferred = reference_point(outcomes, Y)
     ref_t = torch.tensor(ref, dtype=torch.float64)
     mask = non_dominated(Y) if len(rows) else torch.zeros(0, dtype=torch.bool)
+    signs = [-1.0 if o.direction == "maximize" else 1.0 for o in outcomes.objectives]
+    out = {
+        "numbers": [rows[i].number for i in range(len(rows)) if bool(mask[i])],
+        "reference_point": {
+            o.metric: _finite(v * s) for o, v, s in zip(outcomes.objectives, ref, signs, strict=True)
+        },
+        "reference_point_inferred": inferred,
+        "completed": [r.number for r in done],
+    }
     history: list[list[float]] = []
     kept: list[int] = []  # rows of the running front
     best = 0.0
@@ -57,16 +67,15 @@ def front(outcomes: Outcomes, done: Sequence[Any]) -> dict[str, Any]:
             continue  # dominated by (or equal to) a point already on the front: nothing gained
         kept = [j for j in kept if not bool((Y[i] <= Y[j]).all())] + [i]
         best = hypervolume(Y[kept], ref_t)
+        if not math.isfinite(best):  # values near the double range: a volume past it has no JSON number
+            return {**out, "hypervolume": None, "history": [], "overflow": True}
         history.append([rows[i].number, best])
-    signs = [-1.0 if o.direction == "maximize" else 1.0 for o in outcomes.objectives]
-    return {
-        "numbers": [rows[i].number for i in range(len(rows)) if bool(mask[i])],
-        "hypervolume": best if history else (0.0 if rows else None),
-        "reference_point": {o.metric: v * s for o, v, s in zip(outcomes.objectives, ref, signs, strict=True)},
-        "reference_point_inferred": inferred,
-        "history": history,
-        "completed": [r.number for r in done],
-    }
+    return {**out, "hypervolume": best if history else (0.0 if rows else None), "history": history}
+
+
+def _finite(value: float) -> float | None:
+    """An inferred reference point past the double range (results near +-1e300) has no JSON number: null."""
+    return value if math.isfinite(value) else None
 
 
 def cached_front(identity: tuple[Any, ...], outcomes: Outcomes, load: Any) -> dict[str, Any]:

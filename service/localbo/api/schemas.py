@@ -192,7 +192,7 @@ class StudySummary(BaseModel):
         description="Several objectives: the volume the Pareto front dominates up to hypervolume_reference_point "
         "(null on a single-objective study, or before a completed feasible trial)",
     )
-    hypervolume_reference_point: dict[str, float] | None = Field(
+    hypervolume_reference_point: dict[str, float | None] | None = Field(
         default=None,
         description="Several objectives: the reference point used, {metric: value} (the study's, or inferred)",
     )
@@ -423,7 +423,9 @@ class ParetoOut(BaseModel):
     hypervolume: float | None = Field(
         description="The volume the front dominates up to reference_point (null: no result)"
     )
-    reference_point: dict[str, float] = Field(description="{metric: value} in the metrics' units")
+    reference_point: dict[str, float | None] = Field(
+        description="{metric: value} in the metrics' units (null: an inferred value past the double range)"
+    )
     reference_point_inferred: bool = Field(
         description="True: the study gave none; inferred from the feasible completed trials (each objective's "
         "worst value on their front, moved a tenth of the front's range further), so it can move as results come in"
