@@ -1,8 +1,11 @@
 // The counts and the best trial (with its candidate id on a finite study), linked to its own page. On a
-// study with outcome constraints: the best feasible trial, and how many told trials were feasible or not.
+// study with outcome constraints: the best feasible trial, and how many told trials were feasible or not. On a
+// study with several objectives there is no single best: the hypervolume and the front's size instead (from
+// the summary, or the front the page read), never a request to /best (a 409 there).
 
 import { html, render } from "../html.js";
 import { fmt } from "../format.js";
+import { pointText } from "../objectives.js";
 
 // the best completed trial ({index, value}, null when none); feasibleOnly: among the feasible ones
 export function bestOf(data, direction, feasibleOnly = false) {
@@ -41,7 +44,7 @@ export function mount(el, study) {
           else if (data.feasible[i] === false) infeasible++;
         }
       }
-      const best = bestOf(data, direction, constrained);
+      const best = study.several ? null : bestOf(data, direction, constrained);
       const card = (label, value, id, note = "") =>
         html`<div class="card"><div class="label">${label}</div><div class="value" data-testid="${id}">${value}</div>${
           note ? html`<div class="dim">${note}</div>` : ""
@@ -64,13 +67,32 @@ export function mount(el, study) {
           constrained
             ? html`${card("feasible", String(feasible), "n-feasible")}${card("infeasible", String(infeasible), "n-infeasible")}`
             : ""
-        }${card(
-          `${constrained ? "best feasible" : "best"} (${direction === "minimize" ? "lowest" : "highest"})`,
-          fmt(best ? best.value : null),
-          "best-value",
-          note,
-        )}`,
+        }${
+          study.several
+            ? severalCards(study, card)
+            : card(
+                `${constrained ? "best feasible" : "best"} (${direction === "minimize" ? "lowest" : "highest"})`,
+                fmt(best ? best.value : null),
+                "best-value",
+                note,
+              )
+        }`,
       );
     },
   };
+}
+
+// the hypervolume (its reference point in the note) and the front's size
+function severalCards(study, card) {
+  const summary = study.info?.summary ?? {};
+  const hypervolume = summary.hypervolume ?? study.pareto?.hypervolume ?? null;
+  const size = summary.pareto_size ?? study.pareto?.trials.length ?? null;
+  const ref = summary.hypervolume_reference_point ?? study.pareto?.reference_point;
+  const inferred = study.pareto ? study.pareto.reference_point_inferred : !study.info?.reference_point;
+  return html`${card("hypervolume", fmt(hypervolume), "hypervolume", ref ? `up to ${pointText(ref, study.objectives, fmt)}${inferred ? " (inferred)" : ""}` : "")}${card(
+    "on the Pareto front",
+    size === null ? "–" : String(size),
+    "pareto-size",
+    "trials no other beats in every objective",
+  )}`;
 }

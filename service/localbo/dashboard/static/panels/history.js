@@ -5,17 +5,20 @@
 import { html, render } from "../html.js";
 import { drawHistory } from "../charts.js";
 import { cell, fmt, fromUnit } from "../format.js";
+import { sourceBadge } from "../source.js";
 
 const TIP_PARAMS = 8;
 
 export function mount(el, study) {
   render(
     el,
-    html`<div class="panel-head"><h2 id="history-title">Values by trial</h2>
+    html`<div class="panel-head"><h2 id="history-title">${
+      study.several ? `${study.objectives[0].metric} by trial (the first of ${study.objectives.length} objectives)` : "Values by trial"
+    }</h2>
       <label class="check"><input id="log" type="checkbox"> log scale</label>
       <span class="legend" data-testid="history-legend"><i class="sw point"></i>value${
         study.constrained ? html` <i class="sw infeasible"></i>infeasible` : ""
-      } <i class="sw best"></i>${study.constrained ? "best feasible so far" : "best so far"} <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
+      } <i class="sw best"></i>${study.constrained ? "best feasible" : "best"} ${study.several ? `${study.objectives[0].metric} ` : ""}so far <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
     </div>
     <p class="empty" data-testid="history-empty" hidden>No trials yet: the chart appears with the first result.</p>
     <div class="chart-wrap"><canvas id="history" class="chart" role="img" tabindex="0" aria-describedby="tip" aria-label="Values by trial number; the arrow keys step through the trials, Enter opens one"></canvas><div id="tip" class="tip" role="tooltip" hidden></div></div>`,
@@ -45,7 +48,7 @@ export function mount(el, study) {
         data.feasible[i] === false ? html` · <span class="tip-infeasible">infeasible</span>` : ""
       }${
         candidate !== undefined && candidate !== null ? html` · candidate ${candidate}` : ""
-      }</div>${reason ? html`<div class="tip-reason">${reason}</div>` : ""}${params}${
+      }${data.source[i] && data.source[i] !== study.policyName ? html` · ${sourceBadge(data.source[i])}` : ""}</div>${reason ? html`<div class="tip-reason">${reason}</div>` : ""}${params}${
         study.names.length > TIP_PARAMS ? html`<div class="dim-tip">… ${study.names.length - TIP_PARAMS} more</div>` : ""
       }`,
     );

@@ -18,7 +18,11 @@ export function mount(el, study) {
       el,
       html`<dl class="liveness-row${quiet && running ? " warn" : ""}">
         ${item("last result", live.lastResultAt === null ? "none yet" : ago(live.lastResultAt), "last-result", live.lastResultAt === null ? "" : dateTime(live.lastResultAt))}
-        ${item("trials since the best", live.sinceImprovement === null ? "–" : String(live.sinceImprovement), "since-improvement", "completed trials since the best one")}
+        ${
+          study.several
+            ? item("trials since the hypervolume grew", live.sinceImprovement === null ? "–" : String(live.sinceImprovement), "since-improvement", "completed trials since the last one that raised the hypervolume")
+            : item("trials since the best", live.sinceImprovement === null ? "–" : String(live.sinceImprovement), "since-improvement", "completed trials since the best one")
+        }
         ${item("results / hour", live.perHour === null ? "–" : fmt(live.perHour), "per-hour", "completed and failed trials in the last hour")}
         ${study.finite ? item("candidates left", live.candidatesRemaining === null ? "repeats allowed" : String(live.candidatesRemaining), "candidates-left", `of ${space.candidates}`) : ""}
       </dl>`,

@@ -335,8 +335,10 @@ export function mount(el, study) {
   );
   const canvas = el.querySelector("canvas");
   const line = el.querySelector("[data-testid=brush]");
+  let mine = null; // the predicate this chart put in study.brushed (another chart's selection replaces it)
   const chart = createParallel(canvas, {
     onBrush(predicate) {
+      mine = predicate;
       study.brushed = predicate;
       study.rerender();
     },
@@ -380,6 +382,7 @@ export function mount(el, study) {
         canvas.dataset.infeasible = "0";
         return;
       }
+      if (chart.brushes.size && study.brushed !== mine) chart.brushes.clear(); // another chart selected: this one's ranges go
       const out = chart.draw({ names, specs, data, direction: study.direction, centre: shown.centre ?? null, box: shown.box ?? null });
       canvas.dataset.drawn = String(out.drawn);
       canvas.dataset.infeasible = String(out.infeasible);
@@ -387,15 +390,15 @@ export function mount(el, study) {
       if (out.drawn < out.total && !study.brushed) notes.push(`${out.drawn.toLocaleString()} of ${out.total.toLocaleString()} lines (the best and an even sample of the rest)`);
       if (names.length > out.shown) notes.push(`the first ${out.shown} of ${names.length} parameters`);
       el.querySelector("[data-testid=parallel-note]").textContent = notes.length ? `: ${notes.join("; ")}` : "";
-      line.hidden = !study.brushed;
-      if (study.brushed) {
+      line.hidden = !study.brushed || study.brushed !== mine;
+      if (!line.hidden) {
         let n = 0;
         for (let i = 0; i < data.state.length; i++) if (data.state[i] && study.brushed(i)) n++;
         el.querySelector("[data-testid=brush-summary]").textContent = `Selected: ${chart.summary()} (${n.toLocaleString()} trials).`;
       }
     },
     unmount() {
-      study.brushed = null;
+      if (study.brushed === mine) study.brushed = null;
     },
   };
 }

@@ -18,6 +18,7 @@ export function mount(el, study) {
       const { specs, names, data } = study;
       const shown = study.display || {};
       const fallbacks = data.source.filter((s) => s === "fallback").length;
+      const safeFallbacks = data.source.filter((s) => s === "fallback-safe").length;
       const rows = [];
       const row = (k, v, id = "") => rows.push(html`<tr><th scope="row">${k}</th><td${id ? html` data-testid="${id}"` : ""}>${v}</td></tr>`);
       row("policy", html`${view.policy} <span class="dim">(state version ${view.policy_state_version})</span>`);
@@ -29,6 +30,7 @@ export function mount(el, study) {
       }
       row("planned", `${view.planned.length} points queued${view.planned.length ? ` (next: ${view.planned[0].source})` : ""}`);
       if (fallbacks && !view.last_policy_error) row("fallbacks", `${fallbacks} trials`);
+      if (safeFallbacks) row("safe fallbacks", `${safeFallbacks} trials (the safest known point asked again)`, "policy-safe-fallbacks");
       const parts = [html`<table class="kv">${rows}</table>`];
       if (shown.numbers?.length) {
         const value = (v) => (v === null || v === undefined ? "–" : typeof v === "number" ? fmt(v) : String(v));

@@ -6,6 +6,7 @@
 import { API, get, server } from "../api.js";
 import { html, render } from "../html.js";
 import { cell, constraintText, dateTime, fmt, fromUnit, meets } from "../format.js";
+import { sourceBadge } from "../source.js";
 
 const PAGE = 50;
 const SHORT_REASON = 60;
@@ -186,7 +187,7 @@ export function mount(el, study) {
             : ""
         }${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
           (_, j) => html`<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`,
-        )}<td>${data.source[i]}</td><td class="nowrap">${done ? dateTime(done) : ""}</td></tr>`;
+        )}<td>${sourceBadge(data.source[i])}</td><td class="nowrap">${done ? dateTime(done) : ""}</td></tr>`;
       });
       const [up, down] = pagerWords(sortKey, view.desc, names);
       // keep the keyboard where it was: the sort button or pager button the viewer pressed

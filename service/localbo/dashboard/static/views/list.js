@@ -1,10 +1,13 @@
 // The studies list (#/): every study the token may read, live through /events, with whether each is
-// alive: its last result, trials since its best, results per hour, open and stale trials.
+// alive: its last result, trials since its best, results per hour, open and stale trials. A study with
+// several objectives shows its objectives instead of a direction and its hypervolume and front size instead
+// of a best value (it has none).
 
 import { get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
 import { ago, dateTime, fmt } from "../format.js";
 import { liveness } from "../liveness.js";
+import { directionWord, objectiveLabel, several } from "../objectives.js";
 import { ready, setLive } from "../shell.js";
 
 function studyRow(s) {
@@ -19,9 +22,9 @@ function studyRow(s) {
   return html`<tr data-study="${s.name}">
     <td><a href="#/study/${encodeURIComponent(s.name)}">${s.name}</a></td>
     <td>${s.policy}</td>
-    <td>${s.direction}</td>
+    <td>${several(s) ? html`<span title="${s.objectives.map(objectiveLabel).join(", ")}">${s.objectives.length} objectives</span>` : s.direction}</td>
     <td class="num">${String(m.n_complete)}${extra ? html` <span class="dim">(${extra})</span>` : ""}</td>
-    <td class="num">${fmt(m.best_value)}</td>
+    <td class="num">${several(s) ? frontCell(s) : fmt(m.best_value)}</td>
     <td><span class="badge ${state}">${state}</span>${m.n_stale ? html` <span class="badge stale" data-testid="stale-count">${m.n_stale} stale</span>` : ""}${
       s.last_policy_error
         ? html` <a class="badge error" data-testid="policy-fell-back" href="#/study/${encodeURIComponent(s.name)}" title="${s.last_policy_error}">policy fell back</a>`
@@ -37,6 +40,14 @@ function studyRow(s) {
   </tr>`;
 }
 
+// several objectives: the hypervolume and how many trials are on the front
+function frontCell(s) {
+  const m = s.summary;
+  const ways = s.objectives.map((o) => `${directionWord(o.direction)} ${o.metric}`).join(", ");
+  return html`<span data-testid="list-hypervolume" title="hypervolume (${ways})">${fmt(m.hypervolume)}</span> <span class="dim">hypervolume,
+    <span data-testid="list-front">${m.pareto_size ?? 0}</span> on the front</span>`;
+}
+
 export const listView = {
   title: () => "studies",
   crumbs: () => html`studies`,
@@ -48,7 +59,7 @@ export const listView = {
         list,
         studies.length
           ? html`<div class="scroll"><table class="grid" data-testid="studies"><thead><tr><th scope="col">name</th><th scope="col">policy</th><th scope="col">direction</th>
-             <th scope="col" class="num">trials</th><th scope="col" class="num">best value</th><th scope="col">state</th><th scope="col">last result</th>
+             <th scope="col" class="num">trials</th><th scope="col" class="num" title="a study with several objectives: its hypervolume and front">best value</th><th scope="col">state</th><th scope="col">last result</th>
              <th scope="col" class="num" title="completed trials since the best one">since best</th><th scope="col" class="num" title="completed and failed trials in the last hour">results / h</th>
              <th scope="col" class="num">candidates left</th><th scope="col">last activity</th></tr></thead>
              <tbody>${studies.map(studyRow)}</tbody></table></div>`

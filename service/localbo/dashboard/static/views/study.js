@@ -11,9 +11,15 @@ import { html, render } from "../html.js";
 import { constraintText, perParameter } from "../format.js";
 import { ready, setLive } from "../shell.js";
 import { displayOf } from "../display.js";
+import { directionWord, several } from "../objectives.js";
 import * as alertPanel from "../panels/alert.js";
 import * as livenessPanel from "../panels/liveness.js";
 import * as cardsPanel from "../panels/cards.js";
+import * as safetyPanel from "../panels/safety.js";
+// -- several objectives (issue 31): the front, its hypervolume, the trade-offs ---------------------
+import * as frontPanel from "../panels/front.js";
+import * as hypervolumePanel from "../panels/hypervolume.js";
+import * as tradeoffPanel from "../panels/tradeoff.js";
 import * as historyPanel from "../panels/history.js";
 import * as constraintsPanel from "../panels/constraints.js";
 import * as pathPanel from "../panels/path.js";
@@ -56,9 +62,15 @@ function skeleton(name) {
   return html`
   <h1 tabindex="-1">${name}</h1>
   <p class="meta" id="meta"></p>
+  <p class="safe-mode" id="safe-mode" data-testid="safe-mode" hidden></p>
   <div id="policy-alert"></div>
   <section class="liveness" id="liveness" aria-label="Is it alive"></section>
   <div class="cards" id="cards"></div>
+  <section class="panel" id="front-panel" aria-labelledby="front-title" hidden></section>
+  <div class="two">
+    <section class="panel" id="hypervolume-panel" aria-labelledby="hypervolume-title" hidden></section>
+    <section class="panel" id="tradeoff-panel" aria-labelledby="tradeoff-title" hidden></section>
+  </div>
   <section class="panel" id="history-panel" aria-labelledby="history-title"></section>
   <section class="panel" id="constraints-panel" aria-labelledby="constraints-title" hidden></section>
   <div class="two">
@@ -83,7 +95,11 @@ function skeleton(name) {
 const PANELS = [
   ["policy-alert", alertPanel],
   ["liveness", livenessPanel],
+  ["safe-mode", safetyPanel],
   ["cards", cardsPanel],
+  ["front-panel", frontPanel],
+  ["hypervolume-panel", hypervolumePanel],
+  ["tradeoff-panel", tradeoffPanel],
   ["history-panel", historyPanel],
   ["constraints-panel", constraintsPanel],
   ["path-panel", pathPanel],
@@ -120,7 +136,16 @@ export const studyView = {
     const readPolicy = () =>
       get(`${path}/policy`, { signal }).catch((error) => (signal.aborted ? null : { error: String(error.message || error) }));
     const firstPolicy = readPolicy();
-    const [info, series] = await Promise.all([get(path, { signal }), get(`${path}/series`, { signal })]);
+    const reading = get(path, { signal });
+    // several objectives: the front (GET .../pareto) once the study says so; a single-objective study never asks
+    // for it (a 409 there), and no study page asks for /best (a 409 on several objectives)
+    const readPareto = () =>
+      get(`${path}/pareto`, { signal }).then(
+        (pareto) => ({ pareto }),
+        (error) => ({ error: signal.aborted ? null : String(error.message || error) }),
+      );
+    const firstPareto = reading.then((i) => (several(i) ? readPareto() : null), () => null);
+    const [info, series] = await Promise.all([reading, get(`${path}/series`, { signal })]);
     const names = Object.keys(series.space);
     const specs = names.map((n) => series.space[n]);
     const toParams = perParameter(specs);
@@ -133,6 +158,10 @@ export const studyView = {
       direction: series.direction,
       constrained: (info.constraints?.length ?? 0) > 0, // outcome constraints: trials are feasible or not
       constraints: info.constraints ?? [], // [{metric, op, bound}]
+      several: several(info), // 2 to 4 objectives: a Pareto front, a hypervolume, no single best
+      objectives: info.objectives ?? [], // [{metric, direction}]
+      pareto: null, // several objectives: GET .../pareto (the front's trials, hypervolume, reference point, history)
+      paretoError: null, // why the last read of it failed
       policyName: series.policy,
       names,
       specs,
@@ -152,7 +181,10 @@ export const studyView = {
 
     const meta = root.querySelector("#meta");
     const objective = info.objectives?.[0]?.metric;
-    meta.textContent = `policy ${series.policy} · ${objective ? `${series.direction} ${objective}` : series.direction}${
+    const goal = study.several
+      ? `${study.objectives.map((o) => `${directionWord(o.direction)} ${o.metric}`).join(", ")} (a Pareto front)`
+      : objective ? `${series.direction} ${objective}` : series.direction;
+    meta.textContent = `policy ${series.policy} · ${goal}${
       study.constrained ? ` subject to ${info.constraints.map(constraintText).join(", ")}` : ""
     } · ${names.length} parameters (${names.join(", ")})${study.finite ? ` · ${info.space.candidates} candidates` : ""}`;
 
@@ -186,6 +218,13 @@ export const studyView = {
       study.display = displayOf(study.policy?.display, specs, toParams);
       if (redraw) study.rerender();
     };
+    const loadPareto = async (reading = readPareto()) => {
+      const read = await reading;
+      if (!read || signal.aborted) return;
+      if (read.pareto) [study.pareto, study.paretoError] = [read.pareto, null];
+      else study.paretoError = read.error;
+      study.rerender();
+    };
     const loadInfo = async () => {
       try {
         study.info = await get(path, { signal });
@@ -196,7 +235,11 @@ export const studyView = {
     };
 
     const needCandidates = study.finite && !series.trials.candidate;
-    await Promise.all([loadPolicy(false, firstPolicy), needCandidates ? loadCandidates(study, 0, signal) : null]);
+    await Promise.all([
+      loadPolicy(false, firstPolicy),
+      study.several ? loadPareto(firstPareto) : null,
+      needCandidates ? loadCandidates(study, 0, signal) : null,
+    ]);
     draw();
 
     let infoTimer = 0;
@@ -216,6 +259,7 @@ export const studyView = {
           infoTimer ||= setTimeout(() => {
             infoTimer = 0;
             loadInfo();
+            if (study.several) loadPareto();
           }, 2000);
           study.rerender();
         } else if (event === "study") {

@@ -1,11 +1,15 @@
 // One trial's page (#/study/NAME/trial/N): parameters in user units, value, state, failure reason,
 // source, client id, times, lease and candidate id; on a study that names its metrics, every metric told
 // (the objective's direction, each constraint's bound and whether the value met it) and whether it was feasible.
+// On a study with several objectives: every objective's value at the top, and whether the trial is on the
+// Pareto front (GET .../pareto; never asked of a single-objective study, where it is a 409).
 
 import { HttpError, get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
 import { cell, dateTime, fmt, meets, opText, relative, toMs } from "../format.js";
 import { ready, setLive } from "../shell.js";
+import { directionWord, several } from "../objectives.js";
+import { sourceBadge } from "../source.js";
 
 // GET .../trials/N; a server without that route answers the same TrialOut through the list
 async function loadTrial(path, number, signal) {
@@ -30,7 +34,9 @@ function metricRows(t, study) {
   const row = (metric, role, bound, status) =>
     html`<tr data-testid="metric" data-metric="${metric}"><td>${metric}</td><td class="num" data-testid="metric-value">${value(metric)}</td><td>${role}</td><td class="num" data-testid="metric-bound">${bound}</td><td data-testid="metric-status">${status}</td></tr>`;
   return [
-    ...objectives.map((o) => row(o.metric, `objective (${o.direction === "maximize" ? "maximise" : "minimise"})`, "", "")),
+    ...objectives.map((o, k) =>
+      row(o.metric, objectives.length > 1 ? `objective ${k + 1} of ${objectives.length} (${directionWord(o.direction)})` : `objective (${directionWord(o.direction)})`, "", ""),
+    ),
     ...constraints.map((c) => {
       const met = meets(c, values[c.metric]);
       const status = met === null ? "" : html`<span class="badge ${met ? "feasible" : "infeasible"}">${met ? "met" : "violated"}</span>`;
@@ -42,12 +48,30 @@ function metricRows(t, study) {
   ];
 }
 
+// several objectives: each one's value and direction, and whether the trial is on the front
+function objectivesRow(t, study, front, row) {
+  const values = t.values ?? {};
+  const rows = study.objectives.map(
+    (o) => html`<div data-testid="trial-objective" data-metric="${o.metric}">${o.metric} = <b>${fmt(values[o.metric])}</b> <span class="dim">(${directionWord(o.direction)})</span></div>`,
+  );
+  const place =
+    t.state !== "complete" || !front
+      ? null
+      : front.has(t.number)
+        ? html`<span class="badge front">on the front</span>`
+        : t.feasible === false
+          ? html`<span class="badge infeasible">off the front: infeasible</span>`
+          : html`<span class="badge">dominated</span>`;
+  return html`${row("objectives", rows, "trial-objectives")}${place ? row("Pareto front", place, "trial-front") : ""}`;
+}
+
 export const trialView = {
   title: (p) => `${p.name} #${p.number}`,
   crumbs: (p) => html`<a href="#/">studies</a> / <a href="#/study/${encodeURIComponent(p.name)}">${p.name}</a> / trial ${p.number}`,
   async mount(root, { name, number }, signal) {
     setLive("");
     const path = `studies/${encodeURIComponent(name)}`;
+    let front = null; // several objectives: the front's trial numbers (a Set), once read
     const draw = (t) => {
       const studyLink = `#/study/${encodeURIComponent(name)}`;
       const expired = t.state === "stale" || (t.state === "running" && toMs(t.lease_expires_at) !== null && toMs(t.lease_expires_at) <= Date.now());
@@ -69,11 +93,11 @@ export const trialView = {
           <section class="panel" aria-labelledby="trial-facts"><h2 id="trial-facts">The trial</h2>
             <div class="scroll"><table class="kv" data-testid="trial">
             ${row("state", html`<span class="badge ${expired ? "stale" : t.state}">${t.state}${expired && t.state === "running" ? " (lease expired)" : ""}</span>`, "trial-state")}
-            ${row(objective ? `value (${objective})` : "value", fmt(t.value), "trial-value")}
+            ${several(study) ? objectivesRow(t, study, front, row) : row(objective ? `value (${objective})` : "value", fmt(t.value), "trial-value")}
             ${feasible ? row("feasibility", feasible, "trial-feasible") : ""}
             ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
             ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
-            ${row("source", t.source, "trial-source")}
+            ${row("source", sourceBadge(t.source), "trial-source")}
             ${row("client", t.client_id ?? "unknown", "trial-client")}
             ${row("asked", dateTime(t.created_at), "trial-created")}
             ${row("finished", t.completed_at ? dateTime(t.completed_at) : "not yet", "trial-completed")}
@@ -99,6 +123,15 @@ export const trialView = {
     // shows without them when the study cannot be read
     const [first, study] = await Promise.all([loadTrial(path, number, signal), get(path, { signal }).catch(() => null)]);
     let trial = first;
+    const readFront = async () => {
+      if (!several(study)) return;
+      try {
+        front = new Set((await get(`${path}/pareto`, { signal })).trials.map((p) => p.number));
+      } catch {
+        front = null; // the trial shows without it
+      }
+    };
+    await readFront();
     draw(trial);
     ready("trial");
     // an open trial changes: its state, value and lease come live; the lease's clock ages on screen
@@ -110,6 +143,7 @@ export const trialView = {
         if (event !== "trials" || !payload.number.includes(number)) return;
         try {
           trial = await loadTrial(path, number, signal);
+          await readFront();
           draw(trial);
         } catch {
           // the next event tries again
