@@ -157,6 +157,24 @@ def test_every_batch_step_and_top_up_stays_inside_random_polytopes(name: str) ->
     print(f"\n{name}: the largest violation of 8 random polytopes: {seen:.2e}")
 
 
+@pytest.mark.parametrize(("name", "iterations", "more"), [("gibo", 10, {"lr": 1.0}), ("minucb", 8, {})])
+def test_the_step_slides_along_the_polytope_to_the_constrained_minimum(name: str, iterations: int, more: dict) -> None:
+    """f = |x - (0.9, 0.5)|^2 under u1 + u2 <= 0.8: the minimum is f = 0.18 at (0.6, 0.2), on the boundary; from
+    (0.2, 0.2) the projected steps (gibo) and the constrained UCB steps (minucb) go along it, not stop on it."""
+    target = torch.tensor([0.9, 0.5], dtype=torch.float64)
+    one = torch.ones(1, dtype=torch.float64)
+    P = Polytope(one.expand(1, 2), 0.8 * one, torch.zeros(0, 2), torch.zeros(0))
+    policy, cfg = get_policy(name)(), config(name, x0=[0.2, 0.2], **more)
+    X, state = torch.zeros(0, 2, dtype=torch.float64), None
+    for _ in range(iterations):
+        suggestion = policy.suggest(request(name, X, (X - target).pow(2).sum(-1), polytope=P, state=state, config=cfg))
+        X, state = torch.cat([X, suggestion.X]), suggestion.state
+        assert worst(P, suggestion.X) <= TOL
+    x_t = torch.tensor(state.x_t, dtype=torch.float64)
+    print(f"\n{name}: the centre {x_t.tolist()}, f = {float((x_t - target).pow(2).sum()):.4f} (the minimum 0.18)")
+    assert float((x_t - target).pow(2).sum()) < 0.19 and float(x_t.sum()) > 0.78
+
+
 def test_into_polytope_brings_points_inside_along_their_segment_and_leaves_inside_ones_alone() -> None:
     for i, (P, x0) in enumerate(cases(20, seed=12)):
         d = x0.numel()
