@@ -59,7 +59,7 @@ export function mount(el, study) {
     html`<div class="panel-head"><h2 id="hypervolume-title">Hypervolume over trials</h2>
       <span class="dim" data-testid="reference-point"></span></div>
     <p class="empty" data-testid="hypervolume-empty" hidden>No trial has raised the hypervolume yet.</p>
-    <canvas class="chart small" data-testid="hypervolume" role="img" aria-label="The hypervolume after each trial, by trial number"></canvas>`,
+    <canvas class="chart small" data-testid="hypervolume-chart" role="img" aria-label="The hypervolume after each trial, by trial number"></canvas>`,
   );
   const canvas = el.querySelector("canvas");
   const empty = el.querySelector("[data-testid=hypervolume-empty]");
