@@ -203,7 +203,7 @@ class LaMinUCB(LocalPolicy[LaMinUCBConfig]):
 
     name = "la-minucb"
     Config = LaMinUCBConfig
-    handles = CONSTRAINED
+    handles = CONSTRAINED | {"objectives"}  # several: ParEGO scalarisations, one per step (local.py)
 
     def step(self, model: Any, x_t: Tensor, config: LaMinUCBConfig) -> tuple[Tensor, dict[str, Any]]:
         bounds = search_region(x_t, config.step_delta)

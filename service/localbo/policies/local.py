@@ -24,6 +24,10 @@ the centre only to likely-feasible points (``Constraints.centre``: the step shor
 only where the constraints allow (``exploration.Region``). The state's ``constraints`` keeps the fits and what the
 display shows. A request with none of C, polytope, X_failed or safe mode takes exactly the unconstrained path, and
 its state is dumped as before (no ``constraints`` key).
+
+Several objectives (issue 31; ``request.Y``): the step of iteration t minimises ParEGO's augmented Chebyshev
+scalarisation of the normalised objectives with a weight drawn from the simplex for t (``scalarise.py``), so the
+iterate moves towards a different part of the Pareto front from step to step; everything else is as above.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from localbo.policies.base import (
 from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
+from localbo.policies.scalarise import chebyshev, simplex_weights
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -303,6 +308,9 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         dev, d = request.device, request.dim
         X = request.X.to(dev, torch.float64).reshape(-1, d)
         y = request.y.to(dev, torch.float64).reshape(-1)
+        if request.Y is not None and request.Y.shape[-1] > 1:  # several objectives: this step's ParEGO scalar
+            weights = simplex_weights(request.Y.shape[-1], request.seed, request.state.t + 1)
+            y = chebyshev(request.Y.to(dev, torch.float64), weights)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
         data = Data(X, y, pending, n_max)

@@ -118,7 +118,7 @@ def constrained_minucb_step(
         return mean + beta * sigma
 
     lo, hi = bounds[0], bounds[1]
-    train = into_polytope(constraints.polytope, model.train_inputs[0].clamp(lo, hi), x_t, lo, hi)
+    train = into_polytope(constraints.rows, model.train_inputs[0].clamp(lo, hi), x_t, lo, hi)
     meets = constraints.meets_step(train)
     with torch.no_grad():
         values = torch.where(meets, merit(train), torch.full_like(train[:, 0], torch.inf))
@@ -148,7 +148,7 @@ class MinUCB(LocalPolicy[MinUCBConfig]):
 
     name = "minucb"
     Config = MinUCBConfig
-    handles = CONSTRAINED
+    handles = CONSTRAINED | {"objectives"}  # several: ParEGO scalarisations, one per step (local.py)
 
     def resamples(self, config: MinUCBConfig) -> int:
         return config.resamples
