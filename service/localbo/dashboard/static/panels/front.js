@@ -150,7 +150,8 @@ export function mount(el, study) {
     render() {
       if (selection && study.brushed !== mine) [selection, mine] = [null, null]; // another chart's selection replaced it
       const { data } = study;
-      const key = [data.version, study.pareto?.hypervolume, study.pareto?.trials.length, JSON.stringify(selection), wrap.clientWidth].join("|");
+      const front = (study.pareto?.trials ?? []).map((t) => t.number).join(",");
+      const key = [data.version, study.pareto?.hypervolume, front, JSON.stringify(selection), wrap.clientWidth].join("|");
       if (key !== drawnKey) {
         drawnKey = key;
         let told = 0;
