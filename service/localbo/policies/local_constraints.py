@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ from torch.special import log_ndtr
 from localbo.policies import failures, gp
 from localbo.policies.base import Polytope, SuggestRequest
 from localbo.policies.gradients import KernelParams, chol, train_data
-from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample, violation
+from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample
 from localbo.policies.turbo import active_constraint
 
 SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step is not likely feasible
@@ -116,51 +117,75 @@ class Posterior:
 # --- the polytope ---------------------------------------------------------------------------------------------
 
 
-def _rows(polytope: Polytope, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    d = like.shape[-1]
-    return tuple(  # type: ignore[return-value]  # four tensors
-        t.detach().to(like.device, torch.float64).reshape(shape)
-        for t, shape in (
-            (polytope.A_ub, (-1, d)),
-            (polytope.b_ub, (-1,)),
-            (polytope.A_eq, (-1, d)),
-            (polytope.b_eq, (-1,)),
-        )
-    )
+@dataclass(frozen=True)
+class Rows:
+    """A polytope's rows as float64 tensors (CPU), with the pseudo-inverse of A_eq, built once per call."""
+
+    A_ub: Tensor  # k x d
+    b_ub: Tensor  # k
+    A_eq: Tensor  # e x d
+    b_eq: Tensor  # e
+    pinv_eq: Tensor  # d x e
+
+    @classmethod
+    def of(cls, polytope: Polytope | Rows | None) -> Rows | None:
+        if polytope is None or isinstance(polytope, Rows):
+            return polytope
+        A_ub, A_eq = (a.detach().cpu().double() for a in (polytope.A_ub, polytope.A_eq))
+        d = A_ub.shape[-1] if A_ub.ndim == 2 and A_ub.numel() else A_eq.shape[-1]
+        A_ub, A_eq = A_ub.reshape(-1, d), A_eq.reshape(-1, d)
+        b_ub, b_eq = (b.detach().cpu().double().reshape(-1) for b in (polytope.b_ub, polytope.b_eq))
+        pinv = torch.linalg.pinv(A_eq) if A_eq.shape[0] else A_eq.new_zeros(d, 0)
+        return cls(A_ub, b_ub, A_eq, b_eq, pinv)
+
+    def to(self, like: Tensor) -> Rows:
+        if self.A_ub.device == like.device:
+            return self
+        return Rows(*(t.to(like.device) for t in (self.A_ub, self.b_ub, self.A_eq, self.b_eq, self.pinv_eq)))
+
+    def violation(self, X: Tensor) -> Tensor:
+        """The largest violation of each row of X (k x d -> k; <= 0: satisfied), as ``Polytope.violation``."""
+        parts = [torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)]
+        if self.b_ub.numel():
+            parts.append((X @ self.A_ub.T - self.b_ub).amax(dim=-1))
+        if self.b_eq.numel():
+            parts.append((X @ self.A_eq.T - self.b_eq).abs().amax(dim=-1))
+        return torch.stack(parts, dim=-1).amax(dim=-1)
 
 
-def inside(polytope: Polytope | None, X: Tensor, lo: Tensor | None = None, hi: Tensor | None = None) -> Tensor:
+def inside(polytope: Polytope | Rows | None, X: Tensor, lo: Tensor | None = None, hi: Tensor | None = None) -> Tensor:
     """k (bool): the rows of X (k x d) in box ∩ polytope within ``Polytope.TOLERANCE`` (the box: the cube)."""
     lo = torch.zeros_like(X[0]) if lo is None else lo
     hi = torch.ones_like(X[0]) if hi is None else hi
     tol = Polytope.TOLERANCE
     ok = ((X >= lo - tol) & (X <= hi + tol)).all(-1)
-    if polytope is not None:
-        ok &= violation(polytope, X) <= tol
+    rows = Rows.of(polytope)
+    if rows is not None:
+        ok &= rows.to(X).violation(X.to(torch.float64)) <= tol
     return ok
 
 
-def into_polytope(polytope: Polytope | None, X: Tensor, anchor: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+def into_polytope(polytope: Polytope | Rows | None, X: Tensor, anchor: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
     """Each row of X (k x d) brought into box ∩ polytope: projected onto the equalities, then moved back along the
     segment from its anchor (a point of box ∩ polytope: d, or k x d, one per row) as far as the box and the
     inequalities need; a row that still fails the exact test is its anchor. Convex region, so the segment between
     two of its points stays in it: the result is the point of the segment nearest to X's projection."""
     anchor = anchor.to(X).expand_as(X)
     lo, hi = lo.to(X), hi.to(X)
-    if polytope is not None and polytope.b_eq.numel():
-        _, _, A_eq, b_eq = _rows(polytope, X)
-        X = X - (torch.linalg.pinv(A_eq) @ (X @ A_eq.T - b_eq).T).T  # onto A_eq x = b_eq
+    rows = Rows.of(polytope)
+    rows = None if rows is None else rows.to(X)
+    if rows is not None and rows.b_eq.numel():
+        X = X - (rows.pinv_eq @ (X @ rows.A_eq.T - rows.b_eq).T).T  # onto A_eq x = b_eq
     D = X - anchor
     rates, rooms = [D, -D], [hi - anchor, anchor - lo]
-    if polytope is not None and polytope.b_ub.numel():
-        A_ub, b_ub, _, _ = _rows(polytope, X)
-        rates.append(D @ A_ub.T)
-        rooms.append(b_ub - anchor @ A_ub.T)
+    if rows is not None and rows.b_ub.numel():
+        rates.append(D @ rows.A_ub.T)
+        rooms.append(rows.b_ub - anchor @ rows.A_ub.T)
     rate, room = torch.cat(rates, -1), torch.cat(rooms, -1).clamp_min(0.0)
     limits = torch.where(rate > 0, room / rate.clamp_min(1e-300), torch.full_like(rate, math.inf))
-    lam = limits.amin(-1).clamp(0.0, 1.0) if limits.shape[-1] else torch.ones(X.shape[0]).to(X)
+    lam = limits.amin(-1).clamp(0.0, 1.0)
     out = torch.minimum(torch.maximum(anchor + lam.unsqueeze(-1) * D, lo), hi)
-    return torch.where(inside(polytope, out, lo, hi).unsqueeze(-1), out, anchor)
+    return torch.where(inside(rows, out, lo, hi).unsqueeze(-1), out, anchor)
 
 
 def _slsqp(
@@ -168,7 +193,7 @@ def _slsqp(
     x0: Tensor,
     lo: Tensor,
     hi: Tensor,
-    polytope: Polytope | None,
+    polytope: Polytope | Rows | None,
     nonlinear: Callable[[Tensor], Tensor] | None,
     maxiter: int,
 ) -> Tensor | None:
@@ -186,8 +211,9 @@ def _slsqp(
         return float(f.detach()), torch.nan_to_num(grad).cpu().numpy()
 
     constraints: list[dict[str, Any]] = []
-    if polytope is not None:
-        A_ub, b_ub, A_eq, b_eq = (t.cpu().numpy() for t in _rows(polytope, x0.unsqueeze(0)))
+    rows = Rows.of(polytope)
+    if rows is not None:
+        A_ub, b_ub, A_eq, b_eq = (t.numpy() for t in (rows.A_ub, rows.b_ub, rows.A_eq, rows.b_eq))
         if b_ub.size:
             constraints.append({"type": "ineq", "fun": lambda v: b_ub - A_ub @ v, "jac": lambda v: -A_ub})
         if b_eq.size:
@@ -289,6 +315,11 @@ class Constraints:
     C: Tensor | None = None  # n x m, every result's constraint values (for the display)
     n_failed: int = 0
 
+    @cached_property
+    def rows(self) -> Rows | None:
+        """The polytope's rows, built once."""
+        return Rows.of(self.polytope)
+
     @property
     def safe(self) -> bool:
         return self.delta is not None
@@ -373,9 +404,9 @@ class Constraints:
         g = self.step_bounds if nonlinear else None
         best, best_value = None, math.inf
         for x0 in starts:
-            x = _slsqp(fun, x0, lo, hi, self.polytope, g, maxiter)
+            x = _slsqp(fun, x0, lo, hi, self.rows, g, maxiter)
             found = x0.unsqueeze(0) if x is None else torch.stack([x, x0])
-            ok = inside(self.polytope, found, lo, hi)
+            ok = inside(self.rows, found, lo, hi)
             if nonlinear:
                 ok &= self.meets_step(found)
             with torch.no_grad():
@@ -392,7 +423,7 @@ class Constraints:
         lo, hi = torch.zeros_like(start), torch.ones_like(start)
         clipped = target.clamp(0.0, 1.0).unsqueeze(0)
         keep_step = bool(self.meets_step(start.unsqueeze(0))[0])
-        if bool(inside(self.polytope, clipped)[0]) and (not keep_step or bool(self.meets_step(clipped)[0])):
+        if bool(inside(self.rows, clipped)[0]) and (not keep_step or bool(self.meets_step(clipped)[0])):
             return clipped[0]
 
         def distance(X: Tensor) -> Tensor:
@@ -401,7 +432,7 @@ class Constraints:
         x = self.argmin(distance, start.unsqueeze(0), lo, hi, nonlinear=keep_step)
         if x is None and keep_step:
             x = self.argmin(distance, start.unsqueeze(0), lo, hi, nonlinear=False)
-        return into_polytope(self.polytope, clipped, start, lo, hi)[0] if x is None else x
+        return into_polytope(self.rows, clipped, start, lo, hi)[0] if x is None else x
 
     def centre(
         self,
@@ -430,7 +461,7 @@ class Constraints:
             return x, info
         if here:
             return x_t, {"centre": "held (not likely feasible)"}
-        keep = inside(self.polytope, X_obs)
+        keep = inside(self.rows, X_obs)
         X_ok, y_ok = X_obs[keep], y_obs[keep]
         fine = self.likely(X_ok) if X_ok.shape[0] else torch.zeros(0, dtype=torch.bool)
         if bool(fine.any()):
@@ -509,9 +540,9 @@ class ExplorationRegion:
 
     def move(self, Z: Tensor, moved: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
         """``moved`` (k x d) brought into box ∩ polytope along the segments from Z's rows (inside)."""
-        if self.constraints.polytope is None:
+        if self.constraints.rows is None:
             return moved
-        return into_polytope(self.constraints.polytope, moved, Z, lo, hi)
+        return into_polytope(self.constraints.rows, moved, Z, lo, hi)
 
     def allows(self, Z: Tensor) -> Tensor:
         return self.constraints.allows(Z)
@@ -519,7 +550,7 @@ class ExplorationRegion:
     def admit(self, Z: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
         """Z (k x d) into box ∩ polytope along the segment from the anchor, then, where the models refuse a row,
         pulled back towards the anchor (``PULL_BACK``) to the first point they allow; else the anchor."""
-        Z = into_polytope(self.constraints.polytope, Z, self.anchor, lo, hi)
+        Z = into_polytope(self.constraints.rows, Z, self.anchor, lo, hi)
         ok = self.allows(Z)
         if bool(ok.all()):
             return Z
