@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import torch
-from localbo.policies import Suggestion, SuggestRequest, get_policy, gp
+from localbo.policies import PolicyError, Suggestion, SuggestRequest, get_policy, gp
 from localbo.policies.base import Polytope
 from localbo.policies.local import LocalState
 from localbo.policies.local_constraints import Posterior, into_polytope
@@ -239,19 +239,15 @@ def test_safe_mode_asks_few_violating_points_from_a_safe_start(name: str) -> Non
     assert isinstance(share, float) and 0 < share <= 1
 
 
-def test_safe_mode_without_results_asks_the_seed_only() -> None:
+def test_safe_mode_without_results_asks_the_seed_only_and_without_a_seed_nothing() -> None:
+    empty, none = torch.zeros(0, 2), torch.zeros(0, 1)
     for name in POLICIES:
-        made = request(
-            name,
-            torch.zeros(0, 2),
-            torch.zeros(0),
-            C=torch.zeros(0, 1),
-            delta=0.05,
-            config=config(name, x0=START),
-            count=3,
-        )
+        made = request(name, empty, empty[:, 0], C=none, delta=0.05, config=config(name, x0=START), count=3)
         X = get_policy(name)().suggest(made).X
         assert torch.equal(X, torch.tensor([START] * 3, dtype=torch.float64)), name
+        unseeded = request(name, empty, empty[:, 0], C=none, delta=0.05, config=config(name))
+        with pytest.raises(PolicyError, match="nothing is known safe"):
+            get_policy(name)().suggest(unseeded)
 
 
 # --- failures to avoid ------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from localbo.policies.base import (
     Policy,
     PolicyConfig,
     PolicyConfigError,
+    PolicyError,
     PolicyState,
     Progress,
     Suggestion,
@@ -321,9 +322,11 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             hypers = gp.to_state(self._fit(data, config, None, _seed(request.seed, 0, 0))) if n else None
             if demands is None:
                 return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"})
-            if config.x0 is None and demands.delta is not None:  # safe mode: from the safest result, if any
+            if config.x0 is None and demands.delta is not None:  # safe mode: from the safest result
                 known = demands.safe_start(X, y)
-                x_t = x_t if known is None else known
+                if known is None:  # the engine starts a safe study at a seed (x0) or at completed results
+                    raise PolicyError("safe mode: no x0 and no completed point; nothing is known safe")
+                x_t = known
             x_t = demands.start(x_t)
             first = self._constraints(request, data, demands, state, 0, fit=True)
             return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"}, first)

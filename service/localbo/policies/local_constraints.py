@@ -37,12 +37,15 @@ is *likely feasible* when PF(x) >= 1/2 (outside safe mode) or safe (in safe mode
                   pulled back along their segment, ``into_polytope``); in safe mode they must also be safe, and with
                   a failure model outside safe mode not predicted to fail (mu_z <= 0, P(not fail) >= 1/2, as turbo
                   does): a move that leaves that set is refused, and a chosen point outside it is pulled back along
-                  the segment to x_t (halved up to six times), else it is x_t itself. Safe mode before any result
-                  (nothing to model the constraints with) asks x_t, the given safe seed, only.
+                  the segment to x_t (halved up to six times), else it is x_t itself
+    safe start    x_0 is the config's x0 (the engine sets it to the study's first safe seed), else the best completed
+                  point that meets every outcome constraint (else the least violating one); with neither the policy
+                  raises a PolicyError (nothing is known safe: the engine's safe fallback answers). Before any result
+                  (nothing to model the constraints with) only x_0 is asked.
 
->>> demands = Demands.of(request, Gibo.handles)           # None: nothing to respect, the policy as before
->>> cons = Constraints.fit(demands, ...)                   # the models, in LocalPolicy
->>> cons.likely(X)                                         # k (bool): PF >= 1/2, or safe in safe mode
+>>> demands = Demands.of(request, Gibo.handles)       # None: nothing to respect, the policy exactly as before
+>>> cons = fit_constraints(demands, X, fit, "rbf", None, 2.0, generator, True, n_max)   # LocalPolicy does this
+>>> cons.likely(Z), cons.allows(Z)                    # k (bool) each: PF >= 1/2 (safe mode: >= 1 - delta); explorable
 """
 
 from __future__ import annotations
