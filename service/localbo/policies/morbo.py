@@ -89,7 +89,7 @@ from localbo.policies.pareto import (
 )
 from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
-from localbo.policies.turbo import bilog, total_violation
+from localbo.policies.violation import bilog, total_violation
 
 MATCH_TOLERANCE = 1e-6  # a result within this (max-norm) of a proposed point is that point's
 MAX_PROPOSED = 512  # proposed points a region remembers while their results are out

@@ -60,7 +60,7 @@ from localbo.policies.base import (
 from localbo.policies.gp import Hypers, fit_model, to_state
 from localbo.policies.pareto import feasible, hypervolume, infer_reference_point, pareto_front
 from localbo.policies.polytope import design, sample
-from localbo.policies.turbo import bilog
+from localbo.policies.violation import bilog
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 

@@ -84,6 +84,7 @@ from localbo.policies.base import (
 from localbo.policies.gp import Hypers, StoredHypers, fit_model, to_state
 from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
+from localbo.policies.violation import active_constraint, best_index, bilog, safe_probability, total_violation
 
 SUCCESS_MARGIN = 1e-3  # relative improvement that counts as a success (the paper's)
 
@@ -133,18 +134,6 @@ class TurboState(PolicyState):
     safe_share: float | None = None  # safe mode: the share of the last candidates predicted safe
 
 
-def safe_probability(constraints: list[SingleTaskGP], X: Tensor) -> Tensor:
-    """P(every constraint holds) at each row of X (n x d -> n): the product of each GP's Phi(-mu / sigma)."""
-    p = torch.ones(X.shape[0], dtype=torch.float64)
-    normal = torch.distributions.Normal(0.0, 1.0)
-    with torch.no_grad():
-        for m in constraints:
-            post = m.posterior(X)
-            mu, sigma = post.mean.reshape(-1).cpu(), post.variance.reshape(-1).clamp_min(1e-18).sqrt().cpu()
-            p = p * normal.cdf(-mu / sigma)
-    return p
-
-
 def trust_region(centre: Tensor, lengthscale: Tensor, length: float) -> tuple[Tensor, Tensor]:
     """(lower, upper): the box of side ``length * w`` around ``centre``, w = lengthscale / geometric mean."""
     w = lengthscale / lengthscale.mean()
@@ -165,33 +154,6 @@ def region_data(request: SuggestRequest[Any, Any], region: Region) -> tuple[Tens
     """(X, y, numbers) of the results that belong to the region."""
     keep = region_mask(request, region)
     return request.X[keep], request.y[keep], request.numbers[keep]
-
-
-def total_violation(C: Tensor | None, n: int) -> Tensor:
-    """v = sum_j max(c_j, 0): n, zero where every constraint holds (and everywhere without constraints)."""
-    if C is None:
-        return torch.zeros(n, dtype=torch.float64)
-    return C.to(torch.float64).clamp_min(0).sum(-1)
-
-
-def best_index(y: Tensor, v: Tensor) -> int:
-    """The best row: the lowest y among the feasible (v == 0), else the lowest violation v."""
-    feasible = v <= 0
-    if bool(feasible.any()):
-        return int(torch.where(feasible, y, torch.full_like(y, math.inf)).argmin())
-    return int(v.argmin())
-
-
-def bilog(c: Tensor) -> Tensor:
-    """sign(c) log(1 + |c|): SCBO's transform of the constraint values (same sign, large values compressed)."""
-    return c.sign() * c.abs().log1p()
-
-
-def active_constraint(C: Tensor, i: int) -> int:
-    """The constraint nearest to (or furthest past) its bound at row i, in units of each one's spread over C."""
-    spread = C.std(dim=0) if C.shape[0] > 1 else torch.ones(C.shape[1], dtype=C.dtype)
-    spread = torch.where(spread > 0, spread, torch.ones_like(spread))
-    return int((C[i] / spread).argmax())
 
 
 def failure_tolerance(config: TurboConfig, d: int, q: int) -> int:

@@ -1,0 +1,58 @@
+"""Outcome constraints as SCBO reads them (Eriksson & Poloczek, AISTATS 2021), shared by turbo, morbo, qlognehvi
+and the local policies' constraint models.
+
+``C``: n x m constraint values, c_j <= 0 where constraint j holds (``SuggestRequest.C``).
+
+    total violation   v = sum_j max(c_j, 0)                     (0: feasible)
+    centre            the lowest y among the feasible rows, else the lowest v
+    transform         bilog(c) = sign(c) log(1 + |c|)           (the constraint GPs' target: sign kept, spread tamed)
+    active            the constraint nearest to (or furthest past) its bound at a row, in units of its spread
+    safe probability  prod_j Phi(-mu_j / sigma_j) over the constraint GPs' posteriors (safe mode)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from botorch.models import SingleTaskGP
+from torch import Tensor
+
+
+def total_violation(C: Tensor | None, n: int) -> Tensor:
+    """v = sum_j max(c_j, 0): n, zero where every constraint holds (and everywhere without constraints)."""
+    if C is None:
+        return torch.zeros(n, dtype=torch.float64)
+    return C.to(torch.float64).clamp_min(0).sum(-1)
+
+
+def best_index(y: Tensor, v: Tensor) -> int:
+    """The best row: the lowest y among the feasible (v == 0), else the lowest violation v."""
+    feasible = v <= 0
+    if bool(feasible.any()):
+        return int(torch.where(feasible, y, torch.full_like(y, math.inf)).argmin())
+    return int(v.argmin())
+
+
+def bilog(c: Tensor) -> Tensor:
+    """sign(c) log(1 + |c|): SCBO's transform of the constraint values (same sign, large values compressed)."""
+    return c.sign() * c.abs().log1p()
+
+
+def active_constraint(C: Tensor, i: int) -> int:
+    """The constraint nearest to (or furthest past) its bound at row i, in units of each one's spread over C."""
+    spread = C.std(dim=0) if C.shape[0] > 1 else torch.ones(C.shape[1], dtype=C.dtype)
+    spread = torch.where(spread > 0, spread, torch.ones_like(spread))
+    return int((C[i] / spread).argmax())
+
+
+def safe_probability(constraints: list[SingleTaskGP], X: Tensor) -> Tensor:
+    """P(every constraint holds) at each row of X (n x d -> n): the product of each GP's Phi(-mu / sigma)."""
+    p = torch.ones(X.shape[0], dtype=torch.float64)
+    normal = torch.distributions.Normal(0.0, 1.0)
+    with torch.no_grad():
+        for m in constraints:
+            post = m.posterior(X)
+            mu, sigma = post.mean.reshape(-1).cpu(), post.variance.reshape(-1).clamp_min(1e-18).sqrt().cpu()
+            p = p * normal.cdf(-mu / sigma)
+    return p
