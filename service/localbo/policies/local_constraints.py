@@ -68,7 +68,7 @@ from localbo.policies import failures, gp
 from localbo.policies.base import Polytope, SuggestRequest
 from localbo.policies.gradients import KernelParams, chol, train_data
 from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample
-from localbo.policies.turbo import active_constraint
+from localbo.policies.violation import active_constraint
 
 SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step is not likely feasible
 PULL_BACK = tuple(0.5**k for k in range(1, 7))  # the fractions of an exploration point's offset from x_t tried
