@@ -205,6 +205,14 @@ def test_three_objectives_draw_each_pair_and_a_single_objective_never_asks_for_t
     heads = page.get_by_test_id("tradeoff").locator("thead th").all_inner_texts()
     assert [h.rstrip(" ▴▾") for h in heads] == ["trial", "f1 (minimise)", "f2 (minimise)", "f3 (maximise)"], heads
     assert page.get_by_test_id("tradeoff").locator("tbody tr").count() == n
+    # a tell arrives live: the marks, the front and the trade-offs follow (the front is read again)
+    fill(api, name, 1, lambda p: {"f1": 0.0, "f2": 0.0, "f3": 5.0})  # dominates every trial
+    page.wait_for_function(
+        "[...document.querySelectorAll('[data-testid=front]')]"
+        ".every(c => c.dataset.drawn === '9' && c.dataset.front === '1')"
+    )
+    assert page.get_by_test_id("tradeoff").locator("tbody tr").count() == 1
+    assert page.get_by_test_id("pareto-size").inner_text() == "1"
     assert not asked(page, "/best")
 
     single = unique("single")

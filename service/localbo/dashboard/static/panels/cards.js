@@ -82,12 +82,14 @@ export function mount(el, study) {
   };
 }
 
-// the hypervolume (its reference point in the note) and the front's size
+// the hypervolume (its reference point in the note) and the front's size: from the front the page read (it
+// is read again with the summary after new results, so the front panel and the cards agree), else the summary
 function severalCards(study, card) {
   const summary = study.info?.summary ?? {};
-  const hypervolume = summary.hypervolume ?? study.pareto?.hypervolume ?? null;
-  const size = summary.pareto_size ?? study.pareto?.trials.length ?? null;
-  const ref = summary.hypervolume_reference_point ?? study.pareto?.reference_point;
+  const { pareto } = study;
+  const hypervolume = pareto ? pareto.hypervolume : summary.hypervolume ?? null;
+  const size = pareto ? pareto.trials.length : summary.pareto_size ?? null;
+  const ref = pareto ? pareto.reference_point : summary.hypervolume_reference_point;
   const inferred = study.pareto ? study.pareto.reference_point_inferred : !study.info?.reference_point;
   return html`${card("hypervolume", fmt(hypervolume), "hypervolume", ref ? `up to ${pointText(ref, study.objectives, fmt)}${inferred ? " (inferred)" : ""}` : "")}${card(
     "on the Pareto front",

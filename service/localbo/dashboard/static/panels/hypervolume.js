@@ -1,5 +1,6 @@
-// Hypervolume over trials, on a study with several objectives: the summary's hypervolume_history (each trial
-// that raised it, and the volume after it) as a step line by trial number, held to the latest trial; the
+// Hypervolume over trials, on a study with several objectives: its history (each trial that raised it, and the
+// volume after it: GET .../pareto's, the same as the summary's hypervolume_history, which stands in until the
+// front is read) as a step line by trial number, held to the latest trial; the
 // reference point it is measured from, and "(inferred)" when the study gave none (the server then infers it
 // from the results, and the whole history moves with it). Hidden on a single-objective study.
 
@@ -68,8 +69,9 @@ export function mount(el, study) {
   return {
     render() {
       const summary = study.info?.summary ?? {};
-      const steps = summary.hypervolume_history ?? (study.pareto?.history ?? []).map((s) => [s.number, s.hypervolume]);
-      const ref = summary.hypervolume_reference_point ?? study.pareto?.reference_point ?? null;
+      const { pareto } = study;
+      const steps = pareto ? pareto.history.map((s) => [s.number, s.hypervolume]) : summary.hypervolume_history ?? [];
+      const ref = pareto ? pareto.reference_point : summary.hypervolume_reference_point ?? null;
       const inferred = study.pareto ? study.pareto.reference_point_inferred : !study.info?.reference_point;
       const n = study.data.state.length;
       const key = JSON.stringify([steps, n, canvas.clientWidth]);
