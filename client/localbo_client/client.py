@@ -9,40 +9,28 @@ was lost hands back the same trials. A call keeps retrying for ``retry_for`` sec
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, overload
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import httpx
 
-from localbo_client import optimizing
 from localbo_client.errors import LocalboError, error_for
 from localbo_client.outcomes import (
     Failures,
     Objective,
     OutcomeConstraint,
     ParameterConstraint,
-    Result,
     Safety,
-    result_body,
 )
 from localbo_client.retrying import MAYBE_SENT, NOT_SENT, RetryPolicy, hinted_wait
-from localbo_client.trial import REASON_CHARS, Trial
+from localbo_client.study import POLICY_WAIT_SECONDS, Study
+from localbo_client.trial import Trial
 
 __all__ = ["POLICY_WAIT_SECONDS", "Client", "Study", "Trial"]
 
 log = logging.getLogger("localbo_client")
 
-# A trial the client gives up on is failed on the server; when the service itself is why (it stayed down past
-# the retry budget) or the user interrupted, that last call gets only this long, then the lease is the backstop.
-ABANDON_RETRY_FOR = 5.0
-SERVICE_ERRORS = (LocalboError, httpx.HTTPError)
-POLICY_WAIT_SECONDS = 900.0  # optimize's asks wait this long for the policy (the server's maximum by default)
-# How many of the trials it handed out a Study remembers (the latest), so that a tell by number reaches the Trial
-# and sends its token; a number it forgot, or never handed out, is told as it always was.
-REMEMBERED_TRIALS = 1024
 
 
 class Client:
@@ -215,287 +203,6 @@ class Client:
 
     def delete_study(self, name: str) -> None:
         self.request("DELETE", f"/api/v1/studies/{name}")
-
-
-class Study:
-    """One study on the server. It remembers the trials it handed out (the latest ``REMEMBERED_TRIALS``), so a
-    tell by number works as a tell of the ``Trial``: the trial learns it was told (a with-block that tells
-    ``trial.number`` ends cleanly) and the tell carries the trial's ``token``."""
-
-    def __init__(self, client: Client, data: dict[str, Any]) -> None:
-        self.client = client
-        self.name: str = data["name"]
-        self.info = data
-        self._handed_out: OrderedDict[int, Trial] = OrderedDict()  # number -> the latest Trial with that number
-        self._lock = threading.Lock()  # optimize's workers share the study
-
-    def __repr__(self) -> str:
-        return f"Study({self.name!r}, policy={self.info.get('policy')!r})"
-
-    @property
-    def _path(self) -> str:
-        return f"/api/v1/studies/{self.name}"
-
-    def refresh(self) -> dict[str, Any]:
-        self.info = self.client.request("GET", self._path)
-        return self.info
-
-    @overload
-    def ask(self, count: Literal[1] = 1, client_id: str | None = None, wait_seconds: float | None = None) -> Trial: ...
-
-    @overload
-    def ask(
-        self, count: int, client_id: str | None = None, wait_seconds: float | None = None
-    ) -> Trial | list[Trial]: ...
-
-    def ask(
-        self, count: int = 1, client_id: str | None = None, wait_seconds: float | None = None
-    ) -> Trial | list[Trial]:
-        """A ``Trial`` (count=1) or a list of ``count`` trials (typed ``Trial | list[Trial]`` unless ``count`` is
-        the literal 1: a count that may be 1 at run time hands out a ``Trial``).
-
-        ``wait_seconds``: how long the server waits for the policy when its plan is empty before it hands out
-        fallback points (None: the server's LOCALBO_ASK_WAIT_SECONDS; it cuts longer waits to its maximum).
-        """
-        body: dict[str, Any] = {"count": count, "client_id": client_id}
-        timeout = None
-        if wait_seconds is not None:
-            body["wait_seconds"] = wait_seconds
-            timeout = max(self.client.timeout, wait_seconds + 30.0)  # the answer may take that long
-        data = self.client.request("POST", f"{self._path}/ask", json=body, idempotent=True, timeout=timeout)
-        trials = self._hand_out(data["trials"])
-        return trials[0] if count == 1 else trials
-
-    def tell(self, trial: Trial | int, value: Result) -> Trial:
-        """Complete ``trial`` (a ``Trial`` or its number) with ``value``; returns the trial as the server left it.
-
-        ``value``: a number, or a mapping of named values for a study that names metrics (every metric it names:
-        its objective and each outcome constraint's). A number for such a study is its objective's value, which
-        the server takes only when the study has no outcome constraints.
-
-            study.tell(trial, 0.42)
-            told = study.tell(trial, {"yield": 0.81, "purity": 0.97})
-            told.values, told.feasible          # ({"yield": 0.81, "purity": 0.97}, True)
-        """
-        number, known = self._known(trial)
-        body = self._with_token(result_body(value), known)
-        data = self.client.request("POST", f"{self._path}/trials/{number}/tell", json=body, idempotent=True)
-        return self._learn(trial, known, data)
-
-    def fail(self, trial: Trial | int, reason: str = "") -> Trial:
-        """Fail ``trial`` (a ``Trial`` or its number), saying why."""
-        number, known = self._known(trial)
-        body = self._with_token({"state": "failed", "reason": reason}, known)
-        data = self.client.request("POST", f"{self._path}/trials/{number}/tell", json=body, idempotent=True)
-        return self._learn(trial, known, data)
-
-    @overload
-    def tell_and_ask(
-        self,
-        trial: Trial | int,
-        value: Result | None = None,
-        *,
-        reason: str | None = None,
-        count: Literal[1] = 1,
-        client_id: str | None = None,
-        wait_seconds: float | None = None,
-    ) -> Trial: ...
-
-    @overload
-    def tell_and_ask(
-        self,
-        trial: Trial | int,
-        value: Result | None = None,
-        *,
-        reason: str | None = None,
-        count: int,
-        client_id: str | None = None,
-        wait_seconds: float | None = None,
-    ) -> Trial | list[Trial]: ...
-
-    def tell_and_ask(
-        self,
-        trial: Trial | int,
-        value: Result | None = None,
-        *,
-        reason: str | None = None,
-        count: int = 1,
-        client_id: str | None = None,
-        wait_seconds: float | None = None,
-    ) -> Trial | list[Trial]:
-        """Tell ``trial`` its ``value`` (or fail it with ``reason``) and ask for the next ``count`` trials, in one
-        round trip; returns the next ``Trial`` (count=1) or a list, and updates ``trial``. A retried call
-        stores the result once and returns the same next trials (one Idempotency-Key for both halves).
-        ``value`` is a number or a mapping of named values, as in ``tell``.
-
-            trial = study.ask()
-            while ...:
-                trial = study.tell_and_ask(trial, {"yield": measure(trial.params), "purity": purity()})
-        """
-        if (value is None) == (reason is None):
-            raise ValueError("tell_and_ask: give a value, or a reason to fail the trial, not both")
-        number, known = self._known(trial)
-        tell = result_body(value) if value is not None else {"state": "failed", "reason": reason}
-        ask: dict[str, Any] = {"count": count, "client_id": client_id}
-        timeout = None
-        if wait_seconds is not None:
-            ask["wait_seconds"] = wait_seconds
-            timeout = max(self.client.timeout, wait_seconds + 30.0)
-        data = self.client.request(
-            "POST",
-            f"{self._path}/trials/{number}/tell-and-ask",
-            json={"tell": self._with_token(tell, known), "ask": ask},
-            idempotent=True,
-            timeout=timeout,
-        )
-        self._learn(trial, known, data["told"])
-        trials = self._hand_out(data["trials"])
-        return trials[0] if count == 1 else trials
-
-    def heartbeat(self, trial: Trial | int) -> Trial:
-        """Extend ``trial``'s lease (a ``Trial`` or its number)."""
-        number, known = self._known(trial)
-        data = self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
-        return self._learn(trial, known, data)
-
-    def add_trial(self, params: dict[str, Any], value: Result) -> Trial:
-        """Record an evaluation made elsewhere (warm start): its ``params`` and its result, ``value`` a number or
-        named values, as in ``tell``.
-
-            study.add_trial({"a": 0.2, "b": 0.3, "c": 0.5}, {"yield": 0.64, "purity": 0.96})
-        """
-        data = self.client.request(
-            "POST", f"{self._path}/trials", json={"params": params, **result_body(value)}, idempotent=True
-        )
-        return Trial.from_json(data, self)
-
-    def trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> list[Trial]:
-        return list(self.iter_trials(state=state, after=after, page_size=page_size))
-
-    def iter_trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> Iterator[Trial]:
-        while True:
-            params = {"after": after, "limit": page_size, **({"state": state} if state else {})}
-            page = self.client.request("GET", f"{self._path}/trials", params=params)
-            yield from (Trial.from_json(t, self) for t in page["trials"])
-            if page["next_after"] is None:
-                return
-            after = page["next_after"]
-
-    @property
-    def pareto(self) -> list[Trial]:
-        """A study with several objectives: its Pareto front, the non-dominated feasible completed trials by number
-        (``Conflict`` for a study with one objective: its ``best`` answers)."""
-        return [Trial.from_json(t, self) for t in self.client.request("GET", f"{self._path}/pareto")["trials"]]
-
-    @property
-    def hypervolume(self) -> float | None:
-        """A study with several objectives: the volume its front dominates up to the reference point (None before
-        a feasible result); ``front()`` has the reference point used and the history."""
-        value = self.front()["hypervolume"]
-        return None if value is None else float(value)
-
-    def front(self) -> dict[str, Any]:
-        """``GET .../pareto`` as the server answers it: trials, hypervolume, reference_point (and whether it was
-        inferred), history."""
-        data: dict[str, Any] = self.client.request("GET", f"{self._path}/pareto")
-        return data
-
-    @property
-    def best(self) -> Trial | None:
-        """The best trial: the best *feasible* one in a study with outcome constraints (None until one is).
-        ``Conflict`` for a study with several objectives: see ``pareto``."""
-        data = self.client.request("GET", f"{self._path}/best")
-        return Trial.from_json(data, self) if data else None
-
-    def export(self, format: str = "json") -> Any:
-        return self.client.request("GET", f"{self._path}/export", params={"format": format})
-
-    def optimize(
-        self,
-        fn: Callable[[dict[str, Any]], Result],
-        n_trials: int,
-        n_workers: int = 1,
-        catch: tuple[type[BaseException], ...] = (),
-        wait_seconds: float | None = POLICY_WAIT_SECONDS,
-    ) -> None:
-        """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads. ``fn`` returns a
-        number, or a mapping of named values for a study that names metrics (as ``tell`` takes them):
-
-            study.optimize(lambda p: {"yield": run(p), "purity": assay(p)}, n_trials=40)
-
-        Each ask waits for the policy (``wait_seconds``, 15 minutes by default, cut to the server's
-        LOCALBO_ASK_WAIT_MAX_SECONDS) rather than take fallback points; None: the server's default wait.
-
-        An exception from ``fn`` (or a value that is not a finite number, a ``ValueError``) fails its
-        trial; one listed in ``catch`` lets the run go on, any other stops all workers and is raised here.
-        So is an error of the service (``ask``/``tell`` raising, e.g. ``NotFound`` once the study is
-        deleted, or ``ServerError`` after the retry budget): the other workers finish the trial they hold,
-        stop, and the first error is raised here. No trial is left ``running``: a worker whose tell gave up
-        fails its trial (best effort), and an interrupt (Ctrl-C) here fails the trials the workers hold.
-        """
-        optimizing.optimize(self, fn, n_trials, n_workers, catch, wait_seconds)  # the worker loop's own module
-
-    def abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None:
-        """Fail a trial the client gives up on, so it does not stay ``running`` until its lease ends; best effort:
-        it never raises a service error (``cause``, if any, is what the caller sees). When the service is why (it
-        stayed down past the retry budget), the user interrupted, or there is no cause, only a short last try."""
-        short = cause is None or isinstance(cause, (*SERVICE_ERRORS, KeyboardInterrupt, SystemExit))
-        try:
-            data = self.client.request(
-                "POST",
-                f"{self._path}/trials/{trial.number}/tell",
-                json=self._with_token({"state": "failed", "reason": reason[:REASON_CHARS]}, trial),
-                idempotent=True,
-                retry_for=min(ABANDON_RETRY_FOR, self.client.retry.retry_for) if short else None,
-            )
-            self._learn(trial, trial, data)
-        except SERVICE_ERRORS as exc:
-            note = f"localbo: trial {trial.number} could not be failed ({exc}); it stays running until its lease ends"
-            log.warning(note)
-            if cause is not None and hasattr(cause, "add_note"):  # Python >= 3.11
-                cause.add_note(note)
-
-    # -- the trials this study handed out -------------------------------------------------------------------------
-    def _hand_out(self, records: list[dict[str, Any]]) -> list[Trial]:
-        trials = [Trial.from_json(t, self) for t in records]
-        with self._lock:
-            for trial in trials:
-                self._handed_out.pop(trial.number, None)  # a number asked again (the study was created again)
-                self._handed_out[trial.number] = trial
-            while len(self._handed_out) > REMEMBERED_TRIALS:
-                self._handed_out.popitem(last=False)
-        return trials
-
-    def _known(self, trial: Trial | int) -> tuple[int, Trial | None]:
-        """The trial's number, and the ``Trial`` it stands for: itself, or the one this study handed out last
-        with that number (None: a number it forgot or never handed out)."""
-        if isinstance(trial, Trial):
-            return trial.number, trial
-        number = int(trial)
-        with self._lock:
-            return number, self._handed_out.get(number)
-
-    @staticmethod
-    def _with_token(body: dict[str, Any], known: Trial | None) -> dict[str, Any]:
-        """A tell's body, with the token of the trial's study instance where the server gave one."""
-        return body if known is None or known.token is None else {**body, "token": known.token}
-
-    def _learn(self, trial: Trial | int, known: Trial | None, data: dict[str, Any]) -> Trial:
-        """Update the trial told with the server's answer, and the one this study handed out under its number if
-        that is another object for the same trial (of the same study instance); returns the trial told, or a
-        fresh one for a number the study does not know."""
-        fresh = Trial.from_json(data, self)
-        instance = fresh.token if fresh.token is not None or known is None else known.token
-        with self._lock:
-            handed = self._handed_out.get(fresh.number)
-        targets = [] if known is None else [known]
-        if handed is not None and handed is not known and handed.token == instance:
-            targets.append(handed)
-        for target in targets:
-            target.state, target.value, target.reason = fresh.state, fresh.value, fresh.reason
-            target.values, target.feasible = fresh.values, fresh.feasible
-            target.lease_expires_at = fresh.lease_expires_at
-        return known or fresh
 
 
 def _detail(response: httpx.Response) -> str:
