@@ -132,3 +132,19 @@ def test_turbo_in_safe_mode_violates_rarely_and_still_improves() -> None:
     feasible = c(X) <= 0
     assert violations <= 2, f"{violations} of 20 points broke the constraint"  # measured: 1 of 30 at seed 0
     assert float(f(X)[feasible].min()) < 0.5 * float(f(seed)), "it moved towards the target inside the safe disc"
+
+
+def test_a_local_policy_in_safe_mode_starts_at_the_first_seed(api: Any) -> None:
+    seed = {"a": 0.2, "b": 0.4}
+    body = {"name": unique(), "space": SPACE, "policy": "minucb", "seed": 3, **SAFE}
+    resp = api.post(API, json=body | {"safety": {"max_violation_probability": 0.05, "seeds": [seed]}})
+    assert resp.status_code == 201, resp.text
+    study = resp.json()
+    assert study["policy_config"]["x0"] == [0.2, 0.2], "x0 is the seed in the unit cube (b in [0, 2])"
+    name = study["name"]
+    (first,) = ask(api, name)
+    assert first["source"] == "seed" and first["params"] == seed
+    tell = {"values": {"yield": 0.2, "t_peak": 300.0}}
+    assert api.post(f"{API}/{name}/trials/{first['number']}/tell", json=tell).status_code == 200
+    (nxt,) = ask(api, name)
+    assert nxt["source"] == "minucb", nxt
