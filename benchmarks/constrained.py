@@ -426,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave a method out and say why in the table's header")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side in processes (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    parser.add_argument("--first", default="", help="comma-separated methods whose runs start before the others")
     parser.add_argument("--deadline-min", type=float, help="start no run after this many minutes; table what ran")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the JSON, run the rest")
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
@@ -464,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     keys = [(p, m, s, evals_for.get(m, args.evals)) for s in range(args.seeds) for p in problems for m in methods
             if s < seeds_for.get(m, args.seeds) and applies(m, p)]  # fmt: skip
     # then SCBO and the GP peer, then the other GP policies: a cut run has those two's seeds first
-    keys.sort(key=lambda k: (k[1] not in CHEAP, k[1] not in HEADLINE))  # stable: the order in each group is kept
+    first = {m.strip() for m in args.first.split(",") if m.strip()}
+    keys.sort(key=lambda k: (k[1] not in first, k[1] not in CHEAP, k[1] not in HEADLINE))  # stable sort
     state: dict[str, Any] = {"runs": [], "failed": []}
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
