@@ -179,14 +179,13 @@ def test_parameter_constraints_that_cannot_hold_are_refused(
     assert api.get(f"{API}/{name}").status_code == 404
 
 
-def test_parameter_constraints_on_categorical_integer_and_log_parameters_are_refused(api: Any) -> None:
+def test_parameter_constraints_on_categorical_and_log_parameters_are_refused(api: Any) -> None:
     space = {
         **SPACE,
-        "n": {"type": "int", "low": 1, "high": 5},
         "lr": {"type": "float", "low": 1e-4, "high": 1, "log": True},
         "opt": {"type": "categorical", "choices": ["sgd", "adam"]},
     }
-    for param, kind in (("n", "int"), ("lr", "log-scaled"), ("opt", "categorical")):
+    for param, kind in (("lr", "log-scaled"), ("opt", "categorical")):
         body = {"name": unique(), "space": space, "policy": "random"}
         body["parameter_constraints"] = [{"terms": {"a": 1, param: 1}, "op": "<=", "bound": 2}]
         refused(api.post(API, json=body), f"parameter_constraints.0.terms.{param}", kind)
@@ -293,3 +292,32 @@ def test_parameter_constraints_on_a_finite_space_leave_out_the_candidates_that_b
         api.post(API, json={"name": unique(), **body, "parameter_constraints": unknown}),
         "parameter_constraints.0.terms.z",
     )
+
+
+INTS = {"n": {"type": "int", "low": 0, "high": 6}, "m": {"type": "int", "low": 1, "high": 4},
+        "a": {"type": "float", "low": 0, "high": 1}}  # fmt: skip
+
+
+@pytest.mark.parametrize("policy", ["random", "sobol", "turbo"])
+def test_int_parameters_keep_the_constraints_once_rounded(api: Any, policy: str) -> None:
+    """n + m <= 5.5 and n - 2a == 1.2: every point, its ints whole, keeps both within 1e-9."""
+    rules = [
+        {"terms": {"n": 1, "m": 1}, "op": "<=", "bound": 5.5},
+        {"terms": {"n": 1, "a": -2}, "op": "==", "bound": 1.2},
+    ]
+    resp = api.post(API, json={"name": unique(), "space": INTS, "policy": policy, "seed": 4,
+                               "parameter_constraints": rules})  # fmt: skip
+    assert resp.status_code == 201, resp.text
+    name = resp.json()["name"]
+    for trial in ask(api, name, 12):
+        n, m, a = trial["params"]["n"], trial["params"]["m"], trial["params"]["a"]
+        assert isinstance(n, int) and isinstance(m, int)
+        assert n + m <= 5.5 + 1e-9 and abs(n - 2 * a - 1.2) <= 1e-9, trial["params"]
+        api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"value": n + m + a})
+
+
+def test_int_constraints_with_no_whole_point_are_refused(api: Any) -> None:
+    rules = [{"terms": {"n": 2}, "op": "==", "bound": 3}]  # n = 1.5: no whole number
+    resp = api.post(API, json={"name": unique(), "space": INTS, "policy": "random", "parameter_constraints": rules})
+    refused(resp, "parameter_constraints", "whole numbers")
+

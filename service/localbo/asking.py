@@ -301,6 +301,7 @@ class Asking:
                 done = repo.history(conn, study.id)[0]
                 return safe_fallback(handle.outcomes, done, handle.seeds(), k, study.name)
             points = fallback_points(space, k, generator, handle.fallback_box(), polytope=handle.polytope())
+            points = handle.keep_integral(points)
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)
         return points
 

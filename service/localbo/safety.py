@@ -21,6 +21,7 @@ from localbo.domain.outcomes import LinearConstraints, Outcomes
 from localbo.domain.vocabulary import Source
 from localbo.errors import Conflict, InvalidInput
 from localbo.space import SearchSpace, SpaceError
+from localbo.storage.repository import PlanPoint
 
 SAFE_FALLBACK = Source.SAFE_FALLBACK.value
 SEED = Source.SEED.value
@@ -75,7 +76,7 @@ def nowhere_safe(name: str) -> Conflict:
 
 def safe_fallback(
     outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]], k: int, name: str
-) -> list[tuple[list[float], str, None]]:
+) -> list[PlanPoint]:
     """``k`` plan points at the safest known point (``safest_known``), or the 409 of ``nowhere_safe``."""
     x = safest_known(outcomes, done, seeds)
     if x is None:

@@ -20,9 +20,11 @@ from sqlalchemy.engine import Row
 
 from localbo.domain import StudySpace
 from localbo.domain.identity import study_token
-from localbo.domain.outcomes import LinearConstraints, Outcomes, parse_parameter_constraints
+from localbo.domain.outcomes import LinearConstraints, Outcomes, ParameterConstraint, parse_parameter_constraints
 from localbo.policies import Policy, PolicyConfig, PolicyState, Polytope, get_policy
 from localbo.policies.base import KernelKind
+from localbo.space import Param
+from localbo.storage.repository import PlanPoint
 
 log = logging.getLogger("localbo.studies")
 
@@ -44,6 +46,7 @@ class StudyHandle:
     problem: str | None  # why the policy cannot run: the study is served fallback points
     outcomes: Outcomes = Outcomes()  # named metrics, objective, outcome constraints (none: the unnamed value)
     linear: LinearConstraints = LinearConstraints()  # parameter constraints in the unit cube (empty: none)
+    integral_rules: tuple[ParameterConstraint, ...] = ()  # the parameter constraints that name an int parameter
 
     @property
     def token(self) -> str:
@@ -87,6 +90,16 @@ class StudyHandle:
             b_eq=tensor(linear.b_eq, (-1,)),
         )
 
+    def keep_integral(self, points: list[PlanPoint]) -> list[PlanPoint]:
+        """The points, each moved to the nearest point that keeps the parameter constraints once its ints are
+        rounded (``integer_points.keep``), when a constraint names an int parameter."""
+        box = self.space.box
+        if not self.integral_rules or box is None:
+            return points
+        from localbo.domain.integer_points import keep
+
+        return [(keep(x, self.integral_rules, box), source, c) for x, source, c in points]
+
     def seeds(self) -> list[list[float]]:
         """Safe mode's seeds in the unit cube (checked at creation), first to last; none on a finite space."""
         if self.outcomes.safety is None or self.space.candidates is not None:
@@ -117,8 +130,11 @@ def load_study(row: Row, space: StudySpace) -> StudyHandle:
             log.warning("study %s: %s", row.name, state_note)
     outcomes = Outcomes.from_stored(row)
     linear = LinearConstraints()
+    integral: tuple[ParameterConstraint, ...] = ()
     if row.parameter_constraints and space.box is not None:  # checked at creation: no LP again here
-        _, linear = parse_parameter_constraints(row.parameter_constraints, space.box, check_region=False)
+        rules, linear = parse_parameter_constraints(row.parameter_constraints, space.box, check_region=False)
+        ints = {p.name for p in space.box.params if isinstance(p, Param) and p.type == "int"}
+        integral = tuple(r for r in rules if ints & set(r.terms))
     if problem:
         log.warning("study %s: %s; served fallback points", row.name, problem)
     return StudyHandle(
@@ -137,4 +153,5 @@ def load_study(row: Row, space: StudySpace) -> StudyHandle:
         problem=problem,
         outcomes=outcomes,
         linear=linear,
+        integral_rules=integral,
     )

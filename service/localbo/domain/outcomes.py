@@ -228,8 +228,10 @@ def parse_parameter_constraints(
     raw: list[Any], box: SearchSpace, check_region: bool = True
 ) -> tuple[list[ParameterConstraint], LinearConstraints]:
     """The study's parameter constraints checked against its space (a continuous ``SearchSpace``), or a 422
-    naming the constraint by position: unknown, categorical, integer or log-scaled parameters, zero
-    coefficients, a constraint given twice, and a region that no point of the space satisfies."""
+    naming the constraint by position: unknown, categorical or log-scaled parameters, zero coefficients, a
+    constraint given twice, and a region that no point of the space satisfies (with int parameters: no point whose
+    ints are integers, ``integer_points.has_integral_point``). An int parameter's unit-cube form is its relaxation
+    (v = low - 0.5 + u (high - low + 1), exact at each integer's slice centre)."""
     from pydantic import ValidationError
 
     if len(raw) > MAX_PARAMETER_CONSTRAINTS:
@@ -241,10 +243,13 @@ def parse_parameter_constraints(
         if not isinstance(p, Param):
             kinds[p.name] = "categorical"
         else:
-            kinds[p.name] = "log-scaled float" if p.log else p.type
+            kinds[p.name] = f"log-scaled {p.type}" if p.log else p.type
         if kinds[p.name] == "float":
             assert isinstance(p, Param)
             columns[p.name] = (float(p.low), float(p.high), at)
+        elif kinds[p.name] == "int":  # each integer's slice of [0, 1]: its centre maps to the integer
+            assert isinstance(p, Param)
+            columns[p.name] = (float(p.low) - 0.5, float(p.high) + 0.5, at)
         at += p.width
     parsed: list[ParameterConstraint] = []
     for i, item in enumerate(raw):
@@ -260,10 +265,11 @@ def parse_parameter_constraints(
                 raise InvalidInput(
                     f"{where}.terms.{name}", f"not a parameter of the space; its parameters: {list(kinds)}"
                 )
-            if kinds[name] != "float":
+            if kinds[name] not in ("float", "int"):
                 raise InvalidInput(
                     f"{where}.terms.{name}",
-                    f"a {kinds[name]} parameter; linear constraints apply to float parameters on a linear scale",
+                    f"a {kinds[name]} parameter; linear constraints apply to float and int parameters on a linear "
+                    "scale",
                 )
             if a == 0:
                 raise InvalidInput(f"{where}.terms.{name}", "a zero coefficient: leave the term out")
@@ -271,8 +277,14 @@ def parse_parameter_constraints(
             raise InvalidInput(where, f"the same constraint as parameter_constraints.{parsed.index(c)}")
         parsed.append(c)
     linear = unit_constraints(parsed, columns, box.dim)
-    if check_region and linear and not _region_holds_a_point(linear, box.dim):
-        raise InvalidInput("parameter_constraints", "no point of the space satisfies all of them together")
+    integral = any(kinds[n] == "int" for c in parsed for n in c.terms)
+    if check_region and linear:
+        from localbo.domain.integer_points import has_integral_point
+
+        holds = has_integral_point(parsed, box) if integral else _region_holds_a_point(linear, box.dim)
+        if not holds:
+            where = " with whole numbers for its int parameters" if integral else ""
+            raise InvalidInput("parameter_constraints", f"no point of the space{where} satisfies all of them together")
     return parsed, linear
 
 

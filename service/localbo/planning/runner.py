@@ -82,7 +82,7 @@ class PolicyRunner:
             local = space.candidates is not None or not cls.needs_history
             queue = self.queue_for(study, len(done))
             suggestion = self.executor.run(cls.name, request, queue, self.settings.policy_timeout_seconds, local=local)
-            points = self.points(cls.name, space, suggestion, request, short)
+            points = study.keep_integral(self.points(cls.name, space, suggestion, request, short))
             metrics.policy_outcomes.labels(cls.name, "ok").inc()
             return Plan(study.state_version, points, cls.dump_state(suggestion.state), study.state_note)
         except CancelledError:
@@ -106,7 +106,7 @@ class PolicyRunner:
         space = study.space
         taken = self.taken(space, done, pending, failed)
         box = None if space.candidates is not None else study.fallback_box()
-        points = fallback_points(space, short, generator, box, taken, study.polytope())
+        points = study.keep_integral(fallback_points(space, short, generator, box, taken, study.polytope()))
         return Plan(study.state_version, points, None, f"{utcnow().isoformat()} {why}")
 
     def request(
