@@ -73,8 +73,9 @@ class OutcomeConstraint(TypedDict):
 
 
 class ParameterConstraint(TypedDict):
-    """A linear constraint over float parameters, in the space's units: ``sum(coef * params[name]) op bound``.
-    Every point the study hands out satisfies it (within 1e-9).
+    """A linear constraint over float and int parameters (not log-scaled), in the space's units:
+    ``sum(coef * params[name]) op bound``. Every point the study hands out satisfies it (within 1e-9, its ints
+    whole).
 
         {"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}   # fractions of a mixture
         {"terms": {"x": 2, "y": -1}, "op": "<=", "bound": 0.5}
