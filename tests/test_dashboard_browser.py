@@ -270,7 +270,7 @@ def test_the_policy_panel_draws_the_display_block_in_user_units(server: ServerPr
     rows = [r.locator("td").all_inner_texts() for r in page.get_by_test_id("centre").locator("tbody tr").all()]
     assert rows == [["x0", "1", "0.75", "0 – 2"], ["x1", "-1", "0.25", "-2 – 0"]]
     assert "t = 99" not in page.locator("#policy").inner_text()
-    assert "1 points queued (next: minucb)" in page.locator("#policy").inner_text()
+    assert "1 point queued (next: minucb)" in page.locator("#policy").inner_text()
     # the path chart from display.path: 3 points x 2 parameters
     assert page.locator("#path-panel").is_visible()
     assert page.locator("#path").get_attribute("data-drawn") == "6"
@@ -309,7 +309,7 @@ def test_without_a_display_the_panel_shows_nothing_policy_specific(
     serve_policy(page, policy_view(display))
     open_page(page, server.url, f"#/study/{name}", view="study")  # the page fixture fails on any script error
     policy = page.locator("#policy").inner_text()
-    assert "minucb" in policy and "1 points queued" in policy, policy
+    assert "minucb" in policy and "1 point queued" in policy, policy
     for testid in ("centre", "policy-phase", "policy-progress", "policy-numbers", "policy-error"):
         assert page.get_by_test_id(testid).count() == 0, testid
     assert page.locator("#path-panel").is_hidden()

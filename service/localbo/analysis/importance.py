@@ -8,14 +8,22 @@ fitted to (the region the study explored), per unit-cube coordinate c:
 normalised to sum to 1. Unlike 1 / lengthscale, it is 0 for a coordinate the data never varied and small
 for a short lengthscale carrying a small effect.
 
-Forest (``forest_importance``): permutation importance of a scikit-learn RandomForestRegressor fitted to
-the same points (values standardised): each parameter's columns (a categorical's whole block) are
-permuted together, ``repeats`` times, and
+Forest (``forest_importance``): out-of-bag permutation importance of a scikit-learn RandomForestRegressor
+fitted to the same points (values standardised): each parameter's columns (a categorical's whole block) are
+permuted together, ``repeats`` times, and each point is predicted only by the trees that did not see it
+(its out-of-bag trees):
 
-    I_j  ∝  max(0, mean_r MSE(f(X with block j permuted, r), y) - MSE(f(X), y))
+    I_j  ∝  max(0, mean_r MSE_oob(f(X with block j permuted, r), y) - MSE_oob(f(X), y))
 
 normalised to sum to 1; None when no permutation changes the error (the values do not depend on the
 points, or they are constant). Both take ``blocks``: the column indices of each parameter, in space order.
+
+It is a rough, model-free check, not a second estimate of the same thing: it measures how much the forest's
+error grows when a parameter is scrambled (close to the share of the values' variance it explains), not the
+mean squared slope the GP's number is, so a small steady slope scores near 0 here and a strong curvature
+scores more than its share. Scored on the points the forest was fitted to (as before), a forest that has
+memorised a few dozen points credits a parameter with no effect at all; scored out of bag it does not
+(issue 27: a no-effect parameter had ranked above one with a 0.11 share).
 """
 
 from __future__ import annotations
@@ -33,9 +41,11 @@ GP_METHOD = (
     "coordinates summed); normalised to sum to 1"
 )
 FOREST_METHOD = (
-    f"permutation importance of a random forest (scikit-learn RandomForestRegressor, {FOREST_TREES} trees, on the "
-    f"unit-cube inputs and standardised values): mean increase in squared error over {FOREST_REPEATS} permutations "
-    "of each parameter's columns on the fitted points, negatives as 0, normalised to sum to 1"
+    f"a rough model-free check: out-of-bag permutation importance of a random forest (scikit-learn "
+    f"RandomForestRegressor, {FOREST_TREES} trees, on the unit-cube inputs and standardised values): mean increase "
+    f"in the out-of-bag squared error over {FOREST_REPEATS} permutations of each parameter's columns, negatives as 0, "
+    "normalised to sum to 1; it measures the variance a parameter explains, not its mean squared slope (the GP's "
+    "number), so small steady slopes score lower here"
 )
 
 
@@ -67,14 +77,35 @@ def forest_importance(X: np.ndarray, y: np.ndarray, blocks: list[list[int]], see
     target = (y - y.mean()) / scale
     forest = RandomForestRegressor(n_estimators=FOREST_TREES, min_samples_leaf=2, random_state=seed, n_jobs=1)
     forest.fit(X, target)
-    base = float(np.mean((forest.predict(X) - target) ** 2))
+    n = len(X)
+    # each tree's out-of-bag rows: the points its bootstrap sample left out
+    unseen = []
+    for drawn in forest.estimators_samples_:
+        mask = np.ones(n, dtype=bool)
+        mask[drawn] = False
+        unseen.append(mask)
+
+    def oob_error(points: np.ndarray) -> float:
+        total, count = np.zeros(n), np.zeros(n)
+        for tree, mask in zip(forest.estimators_, unseen, strict=True):
+            if mask.any():
+                total[mask] += tree.predict(points[mask])
+                count[mask] += 1
+        scored = count > 0
+        if not scored.any():
+            return float("nan")
+        return float(np.mean((total[scored] / count[scored] - target[scored]) ** 2))
+
+    base = oob_error(X)
+    if not np.isfinite(base):
+        return None
     rng = np.random.default_rng(seed)
     scores = []
     for block in blocks:
         increases = []
         for _ in range(FOREST_REPEATS):
             shuffled = X.copy()
-            shuffled[:, block] = X[rng.permutation(len(X))][:, block]  # the block's columns move together
-            increases.append(float(np.mean((forest.predict(shuffled) - target) ** 2)) - base)
+            shuffled[:, block] = X[rng.permutation(n)][:, block]  # the block's columns move together
+            increases.append(oob_error(shuffled) - base)
         scores.append(max(0.0, float(np.mean(increases))))
     return _normalised(scores)

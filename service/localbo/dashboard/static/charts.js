@@ -11,10 +11,14 @@ export const COLORS = {
   running: "#A65F00",
   failed: "#C03A00",
   infeasible: "#AA3377", // hollow marks: a value that broke an outcome constraint
+  stale: "#666666", // open trials whose lease ran out
   grid: "#e3e3e3",
   axis: "#555555",
   lines: ["#0072B2", "#A65F00", "#117733", "#AA3377", "#C03A00", "#332288", "#000000", "#666600"],
 };
+
+// the sources of the points the policy did not make (vocabulary.py's FALLBACK_SOURCES)
+export const FALLBACKS = new Set(["fallback", "fallback-safe"]);
 
 export const fmt = (v) => {
   if (v === null || v === undefined || !Number.isFinite(v)) return "–";
@@ -54,14 +58,50 @@ export function fit(ctx, text, maxWidth) {
   return lo ? `${text.slice(0, lo)}…` : "";
 }
 
+// Scales that survive any finite value: spans are taken on halves (1e308 - (-1e308) is Infinity, 1e308 / 2 -
+// (-1e308) / 2 is not), positions are clamped, ticks are integer multiples of a step (never an accumulating
+// sum that a step below the values' precision would never move: a hung page).
+export const MAX = Number.MAX_VALUE;
+
+// where v sits between lo and hi: 0 at lo, 1 at hi (0.5 when lo = hi; never NaN for finite arguments)
+export function unit(v, lo, hi) {
+  const half = hi / 2 - lo / 2;
+  if (!(half > 0)) return 0.5;
+  const p = (v / 2 - lo / 2) / half;
+  return Number.isFinite(p) ? p : Number.isNaN(p) ? 0.5 : p > 0 ? 1e6 : -1e6;
+}
+
+// the value at position p between lo and hi (p = 0: lo, 1: hi), finite wherever lo and hi are
+export const lerp = (lo, hi, p) => lo * (1 - p) + hi * p;
+
+// [lo, hi] widened by `frac` of its span on each side (a point: by a unit, or a twentieth of its size), kept finite
+export function padRange(lo, hi, frac = 0.04) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi) || lo > hi) return [0, 1];
+  if (hi === lo) {
+    const m = Math.max(Math.abs(lo) / 20, 0.5);
+    return [Math.max(-MAX, lo - m), Math.min(MAX, hi + m)];
+  }
+  const pad = (hi / 2 - lo / 2) * 2 * frac; // frac <= 0.5: finite
+  return [Math.max(-MAX, lo - pad), Math.min(MAX, hi + pad)];
+}
+
 export function niceTicks(lo, hi, count = 5) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [];
   if (!(hi > lo)) return [lo];
-  const step0 = (hi - lo) / count;
+  const step0 = hi / count - lo / count;
+  if (!(step0 > 0) || !Number.isFinite(step0)) return [lo, hi];
   const mag = 10 ** Math.floor(Math.log10(step0));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+  let step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+  if (!Number.isFinite(step) || step <= 0) step = step0;
+  const first = Math.ceil(lo / step - 1e-9);
+  const last = Math.floor(hi / step + 1e-9);
+  if (!(last - first <= 4 * count + 4) || !Number.isFinite(first)) return [lo, hi];
   const ticks = [];
-  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) ticks.push(Number(t.toPrecision(12)));
-  return ticks;
+  for (let k = first; k <= last; k++) {
+    const t = Number((k * step).toPrecision(12));
+    if (Number.isFinite(t) && t !== ticks[ticks.length - 1]) ticks.push(t);
+  }
+  return ticks.length ? ticks : [lo, hi];
 }
 
 function frame(ctx, box, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
@@ -103,19 +143,24 @@ function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf)
 // data: {value, state, feasible?} arrays by number - 1; highlight: null or (i) => boolean (a brushed
 // selection: the rest is drawn pale). Returns how many points it drew (infeasible: how many of them
 // were infeasible) and the scales, for a tooltip.
-export function drawHistory(canvas, data, { direction = "minimize", log = false, highlight = null } = {}) {
+export function drawHistory(canvas, data, { direction = "minimize", log = false, highlight = null, expired = null } = {}) {
   const { ctx, w, h } = prepare(canvas);
   const n = data.value.length;
-  let open = 0;
-  let failed = 0;
-  for (let i = 0; i < n; i++) {
+  // open trials in two lanes: running, and stale (its lease ran out: `stale`, or `running` past its lease,
+  // which `expired` (a Set of trial numbers) names when the page knows the leases)
+  const laneState = (i) => {
     const s = data.state[i];
-    if (s === "running" || s === "stale") open++;
-    else if (s === "failed") failed++;
+    if (s === "failed") return "failed";
+    if (s === "stale" || (s === "running" && expired?.has(i + 1))) return "stale";
+    if (s === "running") return "running";
+    return null;
+  };
+  const counts = { failed: 0, running: 0, stale: 0 };
+  for (let i = 0; i < n; i++) {
+    const s = laneState(i);
+    if (s) counts[s]++;
   }
-  const lanes = [];
-  if (failed) lanes.push({ state: "failed", label: "failed" });
-  if (open) lanes.push({ state: "open", label: "running" });
+  const lanes = ["failed", "running", "stale"].filter((s) => counts[s]).map((state) => ({ state, label: state }));
   const LANE = 14;
   const GAP = 8; // between the plot and the lanes: the lowest y label and the first lane's label never touch
   const box = { l: 64, r: w - 12, t: 10, b: h - 40 - lanes.length * LANE - (lanes.length ? GAP : 0) };
@@ -123,7 +168,7 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   let hi = -Infinity;
   for (let i = 0; i < n; i++) {
     const v = data.value[i];
-    if (v !== null && data.state[i] === "complete") {
+    if (v !== null && Number.isFinite(v) && data.state[i] === "complete") {
       if (v < lo) lo = v;
       if (v > hi) hi = v;
     }
@@ -133,23 +178,17 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
     lo = 0;
     hi = 1;
   }
-  // log: log10(v - shift), shifted so the smallest value stays finite when values reach 0 or below.
-  const shift = log ? (lo > 0 ? 0 : lo - Math.max((hi - lo) * 1e-3, 1e-12)) : 0;
-  const tf = log ? (v) => Math.log10(v - shift) : (v) => v;
-  let tlo = tf(lo);
-  let thi = tf(hi);
-  if (thi === tlo) {
-    tlo -= 0.5;
-    thi += 0.5;
-  }
-  const pad = (thi - tlo) * 0.04;
-  tlo -= pad;
-  thi += pad;
+  // log: log10(v - shift), shifted so the smallest value stays finite when values reach 0 or below; on
+  // halves, so a shift of -1e308 under a value of 1e308 stays finite
+  const LOG2 = Math.log10(2);
+  const shift = log ? (lo > 0 ? 0 : Math.max(-MAX, lo - Math.max((hi / 2 - lo / 2) * 2e-3, Math.abs(lo) * 1e-12, 1e-12))) : 0;
+  const tf = log ? (v) => Math.log10(Math.max(v / 2 - shift / 2, Number.MIN_VALUE)) + LOG2 : (v) => v;
+  const [tlo, thi] = padRange(tf(lo), tf(hi), 0.04);
   const xmax = Math.max(n, 1);
   const sx = (k) => box.l + ((k - 0.5) / xmax) * (box.r - box.l);
-  const sy = (t) => box.b - ((t - tlo) / (thi - tlo)) * (box.b - box.t);
+  const sy = (t) => box.b - unit(t, tlo, thi) * (box.b - box.t);
   const yTicks = log ? niceTicks(Math.ceil(tlo), Math.floor(thi), 5).filter(Number.isInteger) : niceTicks(tlo, thi);
-  const yLabel = log ? (t) => fmt(10 ** t + shift) : fmt;
+  const yLabel = log ? (t) => fmt((10 ** (t - LOG2) + shift / 2) * 2) : fmt;
   const xTicks = niceTicks(1, xmax, Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 70)))).filter((t) => Number.isInteger(t) && t >= 1);
   // the x axis' labels go under the lanes
   frameAxes(ctx, box, h - 40, xTicks, yTicks.length ? yTicks : [tlo, thi], sx, sy, "trial number", yLabel);
@@ -184,6 +223,25 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
     ctx.stroke(hollow);
   }
 
+  // fallback points (the policy failed or was late: a random point, or in safe mode the safest known one
+  // again): a ring around the mark
+  let fallbacks = 0;
+  const source = data.source ?? [];
+  ctx.strokeStyle = COLORS.running;
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  const ring = size + 3;
+  for (let i = 0; i < n; i++) {
+    const v = data.value[i];
+    if (v === null || data.state[i] !== "complete" || !FALLBACKS.has(source[i])) continue;
+    if (highlight && !highlight(i)) continue;
+    const [x, y] = [sx(i + 1), sy(tf(v))];
+    ctx.moveTo(x + ring, y);
+    ctx.arc(x, y, ring, 0, 2 * Math.PI);
+    fallbacks++;
+  }
+  ctx.stroke();
+
   const better = direction === "minimize" ? (a, b) => a < b : (a, b) => a > b;
   ctx.strokeStyle = COLORS.best;
   ctx.lineWidth = 2;
@@ -204,7 +262,8 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   if (best !== null) ctx.lineTo(box.r, sy(tf(best)));
   ctx.stroke();
 
-  // the lanes: failed trials as crosses, running (and stale) ones as hollow circles, each at its number
+  // the lanes: failed trials as crosses, running ones as hollow circles, stale ones (or past their lease) as
+  // hollow grey squares, each at its number
   const r = n > 2000 ? 2.5 : 4;
   lanes.forEach((lane, k) => {
     const y = box.b + GAP + LANE * k + LANE / 2;
@@ -212,19 +271,19 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
     ctx.fillText(lane.label, box.l - 6, y);
-    const color = lane.state === "failed" ? COLORS.failed : COLORS.running;
-    ctx.strokeStyle = color;
+    ctx.strokeStyle = { failed: COLORS.failed, running: COLORS.running, stale: COLORS.stale }[lane.state];
     ctx.lineWidth = 2;
     ctx.beginPath();
     for (let i = 0; i < n; i++) {
-      const s = data.state[i];
-      if (lane.state === "failed" ? s !== "failed" : s !== "running" && s !== "stale") continue;
+      if (laneState(i) !== lane.state) continue;
       const x = sx(i + 1);
       if (lane.state === "failed") {
         ctx.moveTo(x - r, y - r);
         ctx.lineTo(x + r, y + r);
         ctx.moveTo(x - r, y + r);
         ctx.lineTo(x + r, y - r);
+      } else if (lane.state === "stale") {
+        ctx.rect(x - r, y - r, 2 * r, 2 * r);
       } else {
         ctx.moveTo(x + r, y);
         ctx.arc(x, y, r, 0, 2 * Math.PI);
@@ -236,7 +295,7 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
     const k = Math.floor((y - box.b - GAP) / LANE);
     return k >= 0 && k < lanes.length ? lanes[k].state : null;
   };
-  return { drawn, infeasible, sx, sy, tf, box, laneOf };
+  return { drawn, infeasible, fallbacks, stale: counts.stale, running: counts.running, sx, sy, tf, box, laneOf, laneState };
 }
 
 // A policy's centre over time, one line per parameter, in the parameter's [low, high] range (0..1).

@@ -75,6 +75,10 @@ export function meets(c, v) {
 // a value as text: numbers formatted, choices (strings, booleans) as they are
 export const cell = (v) => (typeof v === "number" ? fmt(v) : String(v ?? ""));
 
+// a value in full precision: the shortest text that reads back as the same double (-0.6999966 stays
+// -0.6999966, never "-0.7"); choices as they are; "–" for none
+export const exact = (v) => (v === null || v === undefined ? "–" : typeof v === "number" ? (Number.isFinite(v) ? String(v) : "–") : String(v));
+
 // a point's unit coordinates, one per parameter: a categorical's one-hot block (argmax, the first on ties)
 // becomes its choice's position in [0, 1], so charts and the table index points by parameter
 export function perParameter(specs) {

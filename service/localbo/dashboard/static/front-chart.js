@@ -3,18 +3,23 @@
 // the front's trials in full colour; with `step`, the front joined by its staircase and the area it
 // dominates up to the reference point shaded (that area is the hypervolume); the reference point a cross.
 
-import { COLORS, fit, fmt, horizontalGrid, niceTicks, prepare } from "./charts.js";
+import { COLORS, fit, fmt, horizontalGrid, lerp, niceTicks, padRange, prepare, unit } from "./charts.js";
 
 const FADED = "rgba(0, 114, 178, 0.4)";
 const SHADE = "rgba(0, 114, 178, 0.08)";
 
+// padded; finite over any finite values (-1e308 .. 1e308: spans on halves, charts.js)
 function range(values) {
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (!Number.isFinite(lo)) [lo, hi] = [0, 1];
-  if (hi === lo) [lo, hi] = [lo - 0.5, hi + 0.5];
-  const pad = (hi - lo) * 0.06;
-  return [lo - pad, hi + pad];
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (!(lo <= hi)) [lo, hi] = [0, 1];
+  if (hi === lo) [lo, hi] = padRange(lo, hi);
+  return padRange(lo, hi, 0.06);
 }
 
 // The front's trials in staircase order: sorted by the x objective, better first (ties: the better y first).
@@ -31,8 +36,8 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
   const box = { l: 66, r: w - 14, t: 12, b: h - 42 };
   const [xlo, xhi] = range([...points.map((p) => p.x), ...(ref ? [ref[0]] : [])]);
   const [ylo, yhi] = range([...points.map((p) => p.y), ...(ref ? [ref[1]] : [])]);
-  const sx = (v) => box.l + ((v - xlo) / (xhi - xlo)) * (box.r - box.l);
-  const sy = (v) => box.b - ((v - ylo) / (yhi - ylo)) * (box.b - box.t);
+  const sx = (v) => box.l + unit(v, xlo, xhi) * (box.r - box.l);
+  const sy = (v) => box.b - unit(v, ylo, yhi) * (box.b - box.t);
   const xTicks = niceTicks(xlo, xhi, Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 80))));
   const yTicks = niceTicks(ylo, yhi, Math.max(2, Math.min(5, Math.floor((box.b - box.t) / 40))));
 
@@ -157,7 +162,7 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
     sx,
     sy,
     // a pixel back to the objectives' values
-    toData: (px, py) => [xlo + ((px - box.l) / (box.r - box.l)) * (xhi - xlo), ylo + ((box.b - py) / (box.b - box.t)) * (yhi - ylo)],
+    toData: (px, py) => [lerp(xlo, xhi, (px - box.l) / (box.r - box.l)), lerp(ylo, yhi, (box.b - py) / (box.b - box.t))],
     inside: (px, py) => px >= box.l && px <= box.r && py >= box.t && py <= box.b,
     drawn: points.length,
     front: front.length,

@@ -4,7 +4,7 @@
 // outcome constraints.
 
 import { html, render } from "../html.js";
-import { COLORS, fmt, horizontalGrid, niceTicks, prepare } from "../charts.js";
+import { COLORS, fmt, horizontalGrid, niceTicks, padRange, prepare, unit } from "../charts.js";
 import { constraintText, meets } from "../format.js";
 
 const HEIGHT = 180;
@@ -18,16 +18,15 @@ export function drawConstraint(canvas, data, c) {
   let hi = c.bound;
   for (let i = 0; i < n; i++) {
     const v = data.metrics[i]?.[c.metric];
-    if (data.state[i] !== "complete" || typeof v !== "number") continue;
+    if (data.state[i] !== "complete" || typeof v !== "number" || !Number.isFinite(v)) continue;
     if (v < lo) lo = v;
     if (v > hi) hi = v;
   }
-  if (hi === lo) [lo, hi] = [lo - 0.5, hi + 0.5];
-  const pad = (hi - lo) * 0.06;
-  [lo, hi] = [lo - pad, hi + pad];
+  if (hi === lo) [lo, hi] = padRange(lo, hi);
+  [lo, hi] = padRange(lo, hi, 0.06); // finite over any finite values
   const xmax = Math.max(n, 1);
   const sx = (k) => box.l + ((k - 0.5) / xmax) * (box.r - box.l);
-  const sy = (v) => box.b - ((v - lo) / (hi - lo)) * (box.b - box.t);
+  const sy = (v) => box.b - unit(v, lo, hi) * (box.b - box.t);
   const yTicks = niceTicks(lo, hi, 4);
   horizontalGrid(ctx, box, yTicks, sy);
   // the side past the bound, shaded

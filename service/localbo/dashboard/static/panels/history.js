@@ -4,8 +4,9 @@
 
 import { html, render } from "../html.js";
 import { drawHistory } from "../charts.js";
-import { cell, fmt, fromUnit } from "../format.js";
+import { exact, fromUnit } from "../format.js";
 import { sourceBadge } from "../source.js";
+import { expiredTrials } from "./alert.js";
 
 const TIP_PARAMS = 8;
 
@@ -18,7 +19,7 @@ export function mount(el, study) {
       <label class="check"><input id="log" type="checkbox"> log scale</label>
       <span class="legend" data-testid="history-legend"><i class="sw point"></i>value${
         study.constrained ? html` <i class="sw infeasible"></i>infeasible` : ""
-      } <i class="sw best"></i>${study.constrained ? "best feasible" : "best"} ${study.several ? `${study.objectives[0].metric} ` : ""}so far <i class="sw failed">×</i>failed <i class="sw running">○</i>running</span>
+      } <i class="sw best"></i>${study.constrained ? "best feasible" : "best"} ${study.several ? `${study.objectives[0].metric} ` : ""}so far <i class="sw failed">×</i>failed <i class="sw running">○</i>running <span data-testid="legend-stale"><i class="sw stale">□</i>stale (past its lease)</span> <span data-testid="legend-fallback"><i class="sw fallback"></i>fallback point</span></span>
     </div>
     <p class="empty" data-testid="history-empty" hidden>No trials yet: the chart appears with the first result.</p>
     <div class="chart-wrap"><canvas id="history" class="chart" role="img" tabindex="0" aria-describedby="tip" aria-label="Values by trial number; the arrow keys step through the trials, Enter opens one"></canvas><div id="tip" class="tip" role="tooltip" hidden></div></div>`,
@@ -39,12 +40,14 @@ export function mount(el, study) {
     const i = k - 1;
     const reason = data.reasons[String(k)];
     const candidate = data.candidate[i];
+    // full precision: a tooltip is where a value is read exactly (the trial's page has it to copy)
     const params = data.x[i]
-      ? study.names.slice(0, TIP_PARAMS).map((name, j) => html`<div>${name} = ${cell(fromUnit(study.specs[j], data.x[i][j]))}</div>`)
+      ? study.names.slice(0, TIP_PARAMS).map((name, j) => html`<div>${name} = ${exact(fromUnit(study.specs[j], data.x[i][j]))}</div>`)
       : [];
+    const late = data.state[i] === "running" && expiredTrials(study).has(k);
     render(
       tip,
-      html`<div><b>#${k}</b> ${data.state[i]}${data.value[i] === null ? "" : ` ${fmt(data.value[i])}`}${
+      html`<div><b>#${k}</b> ${data.state[i]}${late ? " (lease expired)" : ""}${data.value[i] === null ? "" : html` <span data-testid="tip-value">${exact(data.value[i])}</span>`}${
         data.feasible[i] === false ? html` · <span class="tip-infeasible">infeasible</span>` : ""
       }${
         candidate !== undefined && candidate !== null ? html` · candidate ${candidate}` : ""
@@ -102,9 +105,14 @@ export function mount(el, study) {
         drawn = null;
         return;
       }
-      drawn = drawHistory(canvas, study.data, { direction: study.direction, log: study.view.log, highlight: study.brushed });
+      drawn = drawHistory(canvas, study.data, { direction: study.direction, log: study.view.log, highlight: study.brushed, expired: expiredTrials(study) });
       canvas.dataset.drawn = drawn.drawn;
       canvas.dataset.infeasible = drawn.infeasible;
+      canvas.dataset.fallbacks = drawn.fallbacks;
+      canvas.dataset.stale = drawn.stale;
+      canvas.dataset.running = drawn.running;
+      el.querySelector("[data-testid=legend-stale]").hidden = !drawn.stale;
+      el.querySelector("[data-testid=legend-fallback]").hidden = !drawn.fallbacks;
     },
   };
 }

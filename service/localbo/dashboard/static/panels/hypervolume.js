@@ -13,10 +13,12 @@ export function drawHypervolume(canvas, steps, n) {
   const { ctx, w, h } = prepare(canvas, 600, 220);
   const box = { l: 64, r: w - 12, t: 10, b: h - 38 };
   const xmax = Math.max(n, ...steps.map((s) => s[0]), 1);
-  const top = Math.max(...steps.map((s) => s[1]), 0) || 1;
+  let top = 0;
+  for (const s of steps) if (Number.isFinite(s[1]) && s[1] > top) top = s[1];
+  top = Math.min(top * 1.06, Number.MAX_VALUE) || 1; // finite even near the double range
   const sx = (k) => box.l + ((k - 0.5) / xmax) * (box.r - box.l);
-  const sy = (v) => box.b - (v / (top * 1.06)) * (box.b - box.t);
-  const yTicks = niceTicks(0, top * 1.06, 4);
+  const sy = (v) => box.b - (v / top) * (box.b - box.t);
+  const yTicks = niceTicks(0, top, 4);
   horizontalGrid(ctx, box, yTicks, sy);
   ctx.fillStyle = COLORS.axis;
   ctx.textAlign = "right";

@@ -2,28 +2,34 @@
 // hour, and (finite studies) the candidates left.
 
 import { html, render } from "../html.js";
-import { ago, dateTime, fmt } from "../format.js";
+import { ago, dateTime, duration, fmt } from "../format.js";
 import { liveness } from "../liveness.js";
+import { studyStall } from "./alert.js";
 
 export function mount(el, study) {
   const draw = () => {
     const space = study.info?.space ?? {};
     const candidates = study.finite && !space.allow_repeats ? space.candidates : null;
     const live = liveness(study.info?.summary, study.data, { direction: study.direction, candidates });
-    const running = study.info?.summary?.n_running ?? 0;
-    const quiet = live.lastResultAt !== null && Date.now() - (typeof live.lastResultAt === "number" ? live.lastResultAt * 1000 : Date.parse(live.lastResultAt)) > 3600e3;
+    // stopped relative to its own cadence (liveness.js' rule), not after a fixed hour
+    const stopped = studyStall(study);
     const item = (label, value, id, title = "") =>
       html`<div class="live-item"><dt>${label}</dt><dd data-testid="${id}" title="${title}">${value}</dd></div>`;
     render(
       el,
-      html`<dl class="liveness-row${quiet && running ? " warn" : ""}">
+      html`<dl class="liveness-row${stopped.stopped ? " warn" : ""}" data-stopped="${stopped.stopped ? "1" : "0"}">
         ${item("last result", live.lastResultAt === null ? "none yet" : ago(live.lastResultAt), "last-result", live.lastResultAt === null ? "" : dateTime(live.lastResultAt))}
         ${
           study.several
             ? item("trials since the hypervolume grew", live.sinceImprovement === null ? "–" : String(live.sinceImprovement), "since-improvement", "completed trials since the last one that raised the hypervolume")
             : item("trials since the best", live.sinceImprovement === null ? "–" : String(live.sinceImprovement), "since-improvement", "completed trials since the best one")
         }
-        ${item("results / hour", live.perHour === null ? "–" : fmt(live.perHour), "per-hour", "completed and failed trials in the last hour")}
+        <div class="live-item"><dt>results in the last hour</dt><dd title="completed and failed trials in the last 60 minutes"><span data-testid="per-hour">${
+          live.perHour === null ? "–" : fmt(live.perHour)
+        }</span>${
+          stopped.stopped ? html` <span class="stop-note" data-testid="per-hour-stop">but none for ${duration(stopped.silenceS)}</span>` : ""
+        }</dd></div>
+        ${item("usual gap between results", stopped.gapS === null ? "–" : duration(stopped.gapS), "typical-gap", stopped.gapS === null ? "fewer than 4 results" : stopped.basis)}
         ${study.finite ? item("candidates left", live.candidatesRemaining === null ? "repeats allowed" : String(live.candidatesRemaining), "candidates-left", `of ${space.candidates}`) : ""}
       </dl>`,
     );

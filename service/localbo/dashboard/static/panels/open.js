@@ -21,13 +21,19 @@ export function mount(el, study) {
         ["running", "stale"].map((state) => get(`${study.path}/trials?state=${state}&limit=${LIMIT}`, { signal: study.signal })),
       );
       trials = [...running.trials, ...stale.trials].sort((a, b) => a.number - b.number);
+      study.openTrials = trials; // their leases: the banner at the top and the history's stale lane read them
+      study.rerender();
       error = null;
     } catch (e) {
       if (study.signal.aborted) return;
       error = String(e.message || e);
     }
     fetchedAt = Date.now();
-    draw();
+    try {
+      draw();
+    } catch (e) {
+      study.panelFailed?.("open-panel", e); // drawn after a request: outside the page's boundary call
+    }
   };
 
   const draw = () => {

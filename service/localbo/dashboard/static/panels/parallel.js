@@ -10,7 +10,7 @@
 
 import { COLORS, fmt } from "../charts.js";
 import { html, render } from "../html.js";
-import { INK, VALUE_STOPS, completedByRank, fitLabel, paramAxis, prepare, valueAxis, valueColour } from "./scales.js";
+import { INK, VALUE_STOPS, completedByRank, fitLabel, lerp, padRange, paramAxis, prepare, unit, valueAxis, valueColour } from "./scales.js";
 
 const MAX_AXES = 24;
 
@@ -88,7 +88,7 @@ export function createParallel(canvas, { onBrush = () => {} } = {}) {
   const toAxis = (k, y) => {
     const { box, shown, vlo, vhi } = last;
     const p = Math.min(1, Math.max(0, (box.b - y) / (box.b - box.t)));
-    return k < shown ? p : vlo + p * (vhi - vlo);
+    return k < shown ? p : lerp(vlo, vhi, p);
   };
 
   canvas.addEventListener("pointerdown", (event) => {
@@ -161,11 +161,11 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
   const axes = specs.slice(0, shown).map(paramAxis);
   const { idx: all, total, lo, hi } = completedByRank(data, direction, Infinity);
   let [vlo, vhi] = lo <= hi ? [lo, hi] : [0, 1];
-  if (vhi === vlo) [vlo, vhi] = [vlo - 0.5, vhi + 0.5];
+  if (vhi === vlo) [vlo, vhi] = padRange(vlo, vhi);
   const vaxis = valueAxis(vlo, vhi);
   const minimize = direction === "minimize";
   const colourOf = (v) => {
-    const t = (v - vlo) / (vhi - vlo);
+    const t = unit(v, vlo, vhi); // never NaN, even over -1e308 .. 1e308
     return Math.min(VALUE_STOPS - 1, Math.max(0, Math.round((minimize ? t : 1 - t) * (VALUE_STOPS - 1))));
   };
 
@@ -271,7 +271,9 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
     // every tick labelled; where they would touch (many categories) every other label moves to the right
     const tight = ticks.length > 1 && Math.abs(sy(ticks[1].pos) - sy(ticks[0].pos)) < 12;
     ticks.forEach((t, j) => {
-      const right = tight && j % 2 === 1;
+      // the value axis keeps every label on its left: its right side is the colour strip's
+      if (isValue && tight && j % 2 === 1) return;
+      const right = !isValue && tight && j % 2 === 1;
       ctx.textAlign = right ? "left" : "right";
       const text = fitLabel(ctx, t.label, right ? Math.min(labelRoom, spacing - labelRoom - 10) : labelRoom);
       ctx.strokeStyle = "rgba(255, 255, 255, 0.85)"; // a halo: labels stay readable over the lines

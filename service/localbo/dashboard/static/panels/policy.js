@@ -28,7 +28,7 @@ export function mount(el, study) {
         const done = Math.max(0, Math.min(pr.done, pr.total));
         row(pr.label || "progress", html`<progress max="${Math.max(pr.total, 0)}" value="${done}"></progress> ${pr.done} of ${pr.total}`, "policy-progress");
       }
-      row("planned", `${view.planned.length} points queued${view.planned.length ? ` (next: ${view.planned[0].source})` : ""}`);
+      row("planned", `${view.planned.length} ${view.planned.length === 1 ? "point" : "points"} queued${view.planned.length ? ` (next: ${view.planned[0].source})` : ""}`);
       if (fallbacks && !view.last_policy_error) row("fallbacks", `${fallbacks} trials`);
       if (safeFallbacks) row("safe fallbacks", `${safeFallbacks} trials (the safest known point asked again)`, "policy-safe-fallbacks");
       const parts = [html`<table class="kv">${rows}</table>`];

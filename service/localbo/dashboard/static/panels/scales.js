@@ -1,9 +1,9 @@
 // Shared by the analysis panels: a parameter's axis in user units (ticks, log, choices), a value colour
 // scale that stays readable on white, canvas set-up, and the trials a chart draws when there are many.
 
-import { fmt, niceTicks, prepare } from "../charts.js";
+import { fmt, lerp, niceTicks, padRange, prepare, unit } from "../charts.js";
 
-export { niceTicks, prepare }; // the panels import their canvas helpers from here
+export { lerp, niceTicks, padRange, prepare, unit }; // the panels import their canvas helpers from here
 
 // Plasma from its dark end up to 0.6 of its range: its light yellow end is cut, so every colour has a
 // contrast of at least 3.3:1 on white (WCAG's 3:1 for graphics). Index 0 is the best value.
@@ -11,6 +11,7 @@ const PLASMA = ["#0d0887", "#41049d", "#6a00a8", "#8f0da4", "#b12a90", "#cc4778"
 
 // t in [0, 1]: 0 the best value, 1 the worst
 export function valueColour(t) {
+  if (Number.isNaN(t)) t = 1; // never an undefined colour (a value past the double range's arithmetic)
   const i = Math.max(0, Math.min(PLASMA.length - 1, Math.round(t * (PLASMA.length - 1))));
   return PLASMA[i];
 }
@@ -18,6 +19,7 @@ export const VALUE_STOPS = PLASMA.length;
 
 // the same scale, interpolated between its stops (for shading, where the stops would show as bands)
 export function valueColourSmooth(t) {
+  if (Number.isNaN(t)) t = 1;
   const f = Math.max(0, Math.min(1, t)) * (PLASMA.length - 1);
   const k = Math.min(Math.floor(f), PLASMA.length - 2);
   const [a, b] = [PLASMA[k], PLASMA[k + 1]].map((hex) => [1, 3, 5].map((j) => parseInt(hex.slice(j, j + 2), 16)));
@@ -76,9 +78,9 @@ export function paramAxis(spec) {
   if (spec.type === "int") {
     const n = high - low + 1;
     const value = (u) => low + Math.min(Math.floor(Math.min(Math.max(u, 0), 1) * n), n - 1);
-    const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
+    const at = (v) => unit(v, low, high);
     const ticks = niceTicks(low, high, 5).filter(Number.isInteger).map((t) => ({ pos: at(t), label: tickLabel(t) }));
-    return { kind: "int", pos: (u) => at(value(u)), value, ticks, log: false, at, fromPos: (p) => low + p * (high - low) };
+    return { kind: "int", pos: (u) => at(value(u)), value, ticks, log: false, at, fromPos: (p) => lerp(low, high, p) };
   }
   if (spec.log) {
     const [a, b] = [Math.log(low), Math.log(high)];
@@ -86,15 +88,15 @@ export function paramAxis(spec) {
     const value = (u) => Math.exp(a + Math.min(Math.max(u, 0), 1) * (b - a));
     return { kind: "log", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: logTicks(low, high).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: true, at, fromPos: value };
   }
-  const at = (v) => (high > low ? (v - low) / (high - low) : 0.5);
-  const value = (u) => low + Math.min(Math.max(u, 0), 1) * (high - low);
+  const at = (v) => unit(v, low, high);
+  const value = (u) => lerp(low, high, Math.min(Math.max(u, 0), 1));
   return { kind: "float", pos: (u) => Math.min(Math.max(u, 0), 1), value, ticks: niceTicks(low, high, 5).map((t) => ({ pos: at(t), label: tickLabel(t) })), log: false, at, fromPos: value };
 }
 
 // The value axis over [lo, hi]: ticks [{pos, label}], pos in 0..1 from lo to hi.
 export function valueAxis(lo, hi) {
   if (!(hi > lo)) return { pos: () => 0.5, ticks: [{ pos: 0.5, label: fmt(lo) }] };
-  const pos = (v) => (v - lo) / (hi - lo);
+  const pos = (v) => unit(v, lo, hi);
   return { pos, ticks: niceTicks(lo, hi, 5).map((t) => ({ pos: pos(t), label: tickLabel(t) })) };
 }
 

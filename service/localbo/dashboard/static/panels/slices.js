@@ -6,7 +6,7 @@
 
 import { COLORS, fmt, horizontalGrid } from "../charts.js";
 import { html, render } from "../html.js";
-import { INK, completedByRank, fitLabel, niceTicks, paramAxis, prepare } from "./scales.js";
+import { INK, completedByRank, fitLabel, niceTicks, padRange, paramAxis, prepare, unit } from "./scales.js";
 
 const HEIGHT = 210;
 
@@ -59,9 +59,9 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
   const pad = axis.kind === "categorical" ? 0.14 : 0.04;
   const sx = (p) => box.l + (pad + p * (1 - 2 * pad)) * (box.r - box.l);
   let [vlo, vhi] = lo <= hi ? [lo, hi] : [0, 1];
-  if (vhi === vlo) [vlo, vhi] = [vlo - 0.5, vhi + 0.5];
-  const vpad = (vhi - vlo) * 0.05;
-  const sy = (v) => box.b - ((v - (vlo - vpad)) / (vhi - vlo + 2 * vpad)) * (box.b - box.t);
+  if (vhi === vlo) [vlo, vhi] = padRange(vlo, vhi);
+  const [plo, phi] = padRange(vlo, vhi, 0.05); // finite over any finite values (-1e308 .. 1e308)
+  const sy = (v) => box.b - unit(v, plo, phi) * (box.b - box.t);
 
   // frame: horizontal grid at the value ticks, vertical ticks at the parameter's ticks
   const yTicks = niceTicks(vlo, vhi, 4);

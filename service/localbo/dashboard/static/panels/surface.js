@@ -6,16 +6,16 @@
 import { get } from "../api.js";
 import { fmt } from "../charts.js";
 import { html, render } from "../html.js";
-import { INK, VALUE_STOPS, completedByRank, fitLabel, niceTicks, paramAxis, prepare, tint, valueColour, valueColourSmooth } from "./scales.js";
+import { INK, VALUE_STOPS, completedByRank, fitLabel, niceTicks, padRange, paramAxis, prepare, tint, unit, valueColour, valueColourSmooth } from "./scales.js";
 
 // root: an element to fill. fetchSurface(x, y, signal) -> the server's answer ({available, ...}).
 // Returns {update(data), refresh(), destroy(), state}: update redraws with new trials, refresh asks the
 // server again (say, after the policy refitted).
-export function mountSurface(root, { names, specs, data, direction = "minimize", fetchSurface, initial = null, limit = 5000 }) {
+export function mountSurface(root, { names, specs, data, direction = "minimize", fetchSurface, initial = null, limit = 5000, onError = null }) {
   const state = { x: null, y: null, surface: null, data, status: "", controller: null };
   if (names.length < 2) {
     render(root, html`<p class="dim" data-testid="surface-note">A 2-D view needs two parameters; this study has one.</p>`);
-    return { update() {}, refresh() {}, destroy() {}, state };
+    return { update() {}, refresh: () => Promise.resolve(), choose() {}, destroy() {}, state };
   }
   const [x0, y0] = initial && names.includes(initial[0]) && names.includes(initial[1]) && initial[0] !== initial[1] ? initial : names.slice(0, 2);
   state.x = x0;
@@ -39,7 +39,7 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
       state[select.dataset.axis] = select.value;
       root.querySelector(`select[data-axis=${other}]`).value = state[other];
       state.chosen = true; // the viewer's pair: never replaced by the default
-      refresh();
+      refresh().catch((e) => (onError ? onError(e) : Promise.reject(e)));
     });
   }
 
@@ -75,7 +75,7 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
     draw();
   }
 
-  refresh();
+  refresh().catch((e) => (onError ? onError(e) : Promise.reject(e)));
   return {
     // shows another pair (the page's default: the two most important parameters), unless the viewer chose one
     choose(x, y) {
@@ -84,7 +84,7 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
       state.y = y;
       root.querySelector("select[data-axis=x]").value = x;
       root.querySelector("select[data-axis=y]").value = y;
-      refresh();
+      refresh().catch((e) => (onError ? onError(e) : Promise.reject(e)));
     },
     update(next) {
       state.data = next;
@@ -113,7 +113,8 @@ export function contourSegments(grid, level) {
   const out = [];
   const rows = grid.length;
   const cols = rows ? grid[0].length : 0;
-  const cross = (a, b) => (level - a) / (b - a);
+  // where the level crosses from a to b (0..1), on halves: finite for any finite a, b
+  const cross = (a, b) => Math.min(1, Math.max(0, a <= b ? unit(level, a, b) : 1 - unit(level, b, a)));
   for (let r = 0; r + 1 < rows; r++) {
     for (let c = 0; c + 1 < cols; c++) {
       const v = [grid[r][c], grid[r][c + 1], grid[r + 1][c + 1], grid[r + 1][c]];
@@ -167,9 +168,9 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
       if (m > vhi) vhi = m;
     }
   }
-  if (!(vhi > vlo)) [vlo, vhi] = Number.isFinite(vlo) ? [vlo - 0.5, vlo + 0.5] : [0, 1];
+  if (!(vhi > vlo)) [vlo, vhi] = Number.isFinite(vlo) ? padRange(vlo, vlo) : [0, 1];
   const minimize = direction === "minimize";
-  const t = (v) => Math.min(1, Math.max(0, minimize ? (v - vlo) / (vhi - vlo) : (vhi - v) / (vhi - vlo))); // 0 best
+  const t = (v) => Math.min(1, Math.max(0, minimize ? unit(v, vlo, vhi) : 1 - unit(v, vlo, vhi))); // 0 best, never NaN
 
   // the mean: a cell per grid point, edges halfway between neighbours (positions on the parameters' axes)
   let contour = false;
@@ -364,15 +365,16 @@ export function mount(el, study) {
   let later = 0;
   let pairDefaulted = false;
   // after a refit the server is asked again, at most once per 5 s (a busy study refits on every tell)
+  const failed = (error) => study.panelFailed?.("surface-panel", error); // drawn after a request
   const refresh = () => {
     later = 0;
     asked = performance.now();
-    view.refresh();
+    view.refresh().catch(failed);
   };
   return {
     render() {
       if (!view) {
-        view = mountSurface(box, { names: study.names, specs: study.specs, data: study.data, direction: study.direction, fetchSurface });
+        view = mountSurface(box, { names: study.names, specs: study.specs, data: study.data, direction: study.direction, fetchSurface, onError: failed });
         version = study.policy?.policy_state_version;
         asked = performance.now();
         return;

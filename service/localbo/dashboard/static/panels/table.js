@@ -7,6 +7,7 @@ import { API, get, server } from "../api.js";
 import { html, render } from "../html.js";
 import { cell, constraintText, dateTime, fmt, fromUnit, meets } from "../format.js";
 import { sourceBadge } from "../source.js";
+import { FALLBACKS } from "../charts.js";
 
 const PAGE = 50;
 const SHORT_REASON = 60;
@@ -173,7 +174,8 @@ export function mount(el, study) {
       const body = rows.slice(view.page * PAGE, (view.page + 1) * PAGE).map((i) => {
         const done = data.completed[i];
         const candidate = data.candidate[i];
-        return html`<tr data-number="${i + 1}" class="${data.state[i] === "stale" ? "is-stale" : ""}"><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
+        const rowClass = [data.state[i] === "stale" && "is-stale", FALLBACKS.has(data.source[i]) && "is-fallback"].filter(Boolean).join(" ");
+        return html`<tr data-number="${i + 1}" class="${rowClass}"${FALLBACKS.has(data.source[i]) ? html` data-fallback="1"` : ""}><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
           data.reasons[String(i + 1)],
           i + 1,
           opened,

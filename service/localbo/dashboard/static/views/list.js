@@ -5,8 +5,8 @@
 
 import { get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
-import { ago, dateTime, fmt } from "../format.js";
-import { liveness } from "../liveness.js";
+import { ago, dateTime, duration, fmt } from "../format.js";
+import { STALL_FACTOR, liveness, summaryStall } from "../liveness.js";
 import { directionWord, objectiveLabel, several } from "../objectives.js";
 import { ready, setLive } from "../shell.js";
 
@@ -14,25 +14,36 @@ function studyRow(s) {
   const m = s.summary;
   const live = liveness(m);
   const state = m.n_running > 0 ? "running" : "idle";
+  const trouble = (m.n_fallback ?? 0) > 0 || (m.n_stale ?? 0) > 0 || (m.n_lease_expired ?? 0) > 0 || Boolean(s.last_policy_error);
   const extra = [m.n_running && `${m.n_running} running`, m.n_failed && `${m.n_failed} failed`].filter(Boolean).join(", ");
   const finite = s.space?.kind === "finite";
   const lastResult = live.lastResultAt ?? null;
-  // trials are out but no result for an hour: worth a look
-  const quiet = m.n_running > 0 && (lastResult === null ? Date.now() - Date.parse(m.last_activity) : Date.now() - Date.parse(lastResult)) > 3600e3;
-  return html`<tr data-study="${s.name}">
+  // stopped relative to its own cadence (liveness.js' rule: no result for 5x its usual gap, at least 2 min)
+  const stop = summaryStall(s);
+  const quiet = stop.stopped;
+  const fallbacks = m.n_fallback ?? 0;
+  return html`<tr data-study="${s.name}" data-trouble="${quiet || trouble ? "1" : "0"}">
     <td><a href="#/study/${encodeURIComponent(s.name)}">${s.name}</a></td>
     <td>${s.policy}</td>
     <td>${several(s) ? html`<span title="${s.objectives.map(objectiveLabel).join(", ")}">${s.objectives.length} objectives</span>` : s.direction}</td>
     <td class="num">${String(m.n_complete)}${extra ? html` <span class="dim">(${extra})</span>` : ""}</td>
     <td class="num">${several(s) ? frontCell(s) : fmt(m.best_value)}</td>
-    <td><span class="badge ${state}">${state}</span>${m.n_stale ? html` <span class="badge stale" data-testid="stale-count">${m.n_stale} stale</span>` : ""}${
+    <td><span class="badge ${state}">${state}</span>${
+      quiet
+        ? html` <span class="badge stopped" data-testid="stopped" title="no result for ${duration(stop.silenceS)}: more than ${String(STALL_FACTOR)}× its usual gap of ${duration(stop.gapS)} (${stop.basis})">stopped ${duration(stop.silenceS)}</span>`
+        : ""
+    }${m.n_stale ? html` <span class="badge stale" data-testid="stale-count" title="trials past their lease">${m.n_stale} stale</span>` : ""}${
+      m.n_lease_expired ? html` <span class="badge stale" data-testid="lease-count" title="running trials past their lease">${m.n_lease_expired} past lease</span>` : ""
+    }${
+      fallbacks
+        ? html` <span class="badge source-fallback" data-testid="fallback-count" title="trials handed out as fallback points (the policy failed or was late)">${fallbacks} fallback</span>`
+        : ""
+    }${
       s.last_policy_error
         ? html` <a class="badge error" data-testid="policy-fell-back" href="#/study/${encodeURIComponent(s.name)}" title="${s.last_policy_error}">policy fell back</a>`
         : ""
     }</td>
-    <td title="${dateTime(lastResult)}" data-testid="last-result" class="${quiet ? "quiet" : ""}">${lastResult === null ? "none yet" : ago(lastResult)}${
-      quiet ? html` <span class="badge stale">quiet</span>` : ""
-    }</td>
+    <td title="${dateTime(lastResult)}" data-testid="last-result" class="${quiet ? "quiet" : ""}">${lastResult === null ? "none yet" : ago(lastResult)}</td>
     <td class="num" data-testid="since-improvement">${live.sinceImprovement === null ? "–" : String(live.sinceImprovement)}</td>
     <td class="num" data-testid="per-hour">${live.perHour === null ? "–" : fmt(live.perHour)}</td>
     <td class="num">${finite ? (live.candidatesRemaining === null ? `of ${s.space.candidates}` : `${live.candidatesRemaining} of ${s.space.candidates}`) : ""}</td>
@@ -60,7 +71,7 @@ export const listView = {
         studies.length
           ? html`<div class="scroll"><table class="grid" data-testid="studies"><thead><tr><th scope="col">name</th><th scope="col">policy</th><th scope="col">direction</th>
              <th scope="col" class="num">trials</th><th scope="col" class="num" title="a study with several objectives: its hypervolume and front">best value</th><th scope="col">state</th><th scope="col">last result</th>
-             <th scope="col" class="num" title="completed trials since the best one">since best</th><th scope="col" class="num" title="completed and failed trials in the last hour">results / h</th>
+             <th scope="col" class="num" title="completed trials since the best one">since best</th><th scope="col" class="num" title="completed and failed trials in the last hour">results in the last hour</th>
              <th scope="col" class="num">candidates left</th><th scope="col">last activity</th></tr></thead>
              <tbody>${studies.map(studyRow)}</tbody></table></div>`
           : html`<p>No studies yet. Create one with the Python client or <code>POST /api/v1/studies</code>.</p>`,

@@ -33,6 +33,59 @@ import * as slicesPanel from "../panels/slices.js";
 import * as parallelPanel from "../panels/parallel.js";
 // -------------------------------------------------------------------------------------------------
 
+// An error boundary per panel: a panel that throws (mounting, drawing, on new trials, on the clock) shows a
+// short message in its own section and stops drawing; the rest of the page goes on. Its section says
+// data-failed="1" and the message is marked data-testid="panel-error".
+export function guarded(id, panel, section, study) {
+  let failed = false;
+  const fail = (error) => {
+    if (failed) return;
+    failed = true;
+    console.warn(`localbo: the ${id} panel failed`, error);
+    if (!section) return;
+    section.hidden = false;
+    section.dataset.failed = "1";
+    const heading = section.querySelector("h2")?.textContent || id.replace(/-panel$/, "").replace(/-/g, " ");
+    render(
+      section,
+      html`<h2>${heading}</h2><p class="panel-error" role="status" data-testid="panel-error">This panel could not be drawn (${
+        String(error?.message || error).slice(0, 200)
+      }); the rest of the page is unaffected. Reloading the page may help.</p>`,
+    );
+  };
+  let inner = null;
+  try {
+    inner = panel.mount(section, study);
+  } catch (error) {
+    fail(error);
+  }
+  const call = (name) => (...args) => {
+    if (failed || !inner?.[name]) return undefined;
+    try {
+      return inner[name](...args);
+    } catch (error) {
+      fail(error);
+      return undefined;
+    }
+  };
+  return {
+    render: call("render"),
+    tick: call("tick"),
+    onTrials: call("onTrials"),
+    unmount: () => {
+      try {
+        inner?.unmount?.();
+      } catch (error) {
+        console.warn(`localbo: the ${id} panel failed to unmount`, error);
+      }
+    },
+    fail,
+    get failed() {
+      return failed;
+    },
+  };
+}
+
 function emptyColumns() {
   return { number: [], state: [], value: [], x: [], source: [], created: [], completed: [], feasible: [], metrics: [], candidate: [], reasons: {} };
 }
@@ -63,7 +116,7 @@ function skeleton(name) {
   <h1 tabindex="-1">${name}</h1>
   <p class="meta" id="meta"></p>
   <p class="safe-mode" id="safe-mode" data-testid="safe-mode" hidden></p>
-  <div id="policy-alert"></div>
+  <div id="policy-alert" role="status"></div>
   <section class="liveness" id="liveness" aria-label="Is it alive"></section>
   <div class="cards" id="cards"></div>
   <section class="panel" id="front-panel" aria-labelledby="front-title" hidden></section>
@@ -171,6 +224,7 @@ export const studyView = {
       policy: null, // GET .../policy
       display: null, // its display block, checked (display.js)
       view: { log: false }, // panels' own settings
+      openTrials: null, // the open trials with their leases (panels/open.js reads them)
       brushed: null, // (i) => boolean: a selection (brushing) that filters the table and highlights the history
       signal,
       asOf: Date.parse(series.as_of),
@@ -188,7 +242,9 @@ export const studyView = {
       study.constrained ? ` subject to ${info.constraints.map(constraintText).join(", ")}` : ""
     } · ${names.length} parameters (${names.join(", ")})${study.finite ? ` · ${info.space.candidates} candidates` : ""}`;
 
-    const panels = PANELS.map(([id, panel]) => panel.mount(root.querySelector(`#${id}`), study));
+    // each panel behind its own error boundary (guarded): one panel's failure never takes the page
+    const panels = PANELS.map(([id, panel]) => guarded(id, panel, root.querySelector(`#${id}`), study));
+    study.panelFailed = (id, error) => panels[PANELS.findIndex(([k]) => k === id)]?.fail(error); // async work of a panel
 
     let stopped = false;
     let frame = 0;

@@ -6,10 +6,13 @@
 
 import { HttpError, get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
-import { cell, dateTime, fmt, meets, opText, relative, toMs } from "../format.js";
+import { dateTime, exact, fmt, meets, opText, relative, toMs } from "../format.js";
 import { ready, setLive } from "../shell.js";
 import { directionWord, several } from "../objectives.js";
 import { sourceBadge } from "../source.js";
+
+// a number in full precision, selected whole by one click or tap (then copied: Ctrl+C, or the menu)
+const precise = (v) => html`<span class="exact" title="full precision; a click selects it to copy">${exact(v)}</span>`;
 
 // GET .../trials/N; a server without that route answers the same TrialOut through the list
 async function loadTrial(path, number, signal) {
@@ -30,7 +33,7 @@ function metricRows(t, study) {
   const objectives = study?.objectives ?? [];
   const constraints = study?.constraints ?? [];
   const named = new Set([...objectives, ...constraints].map((m) => m.metric));
-  const value = (metric) => (metric in values ? fmt(values[metric]) : "–");
+  const value = (metric) => (metric in values ? precise(values[metric]) : "–");
   const row = (metric, role, bound, status) =>
     html`<tr data-testid="metric" data-metric="${metric}"><td>${metric}</td><td class="num" data-testid="metric-value">${value(metric)}</td><td>${role}</td><td class="num" data-testid="metric-bound">${bound}</td><td data-testid="metric-status">${status}</td></tr>`;
   return [
@@ -52,7 +55,7 @@ function metricRows(t, study) {
 function objectivesRow(t, study, front, row) {
   const values = t.values ?? {};
   const rows = study.objectives.map(
-    (o) => html`<div data-testid="trial-objective" data-metric="${o.metric}">${o.metric} = <b>${fmt(values[o.metric])}</b> <span class="dim">(${directionWord(o.direction)})</span></div>`,
+    (o) => html`<div data-testid="trial-objective" data-metric="${o.metric}">${o.metric} = <b>${precise(values[o.metric])}</b> <span class="dim">(${directionWord(o.direction)})</span></div>`,
   );
   const place =
     t.state !== "complete" || !front
@@ -93,7 +96,7 @@ export const trialView = {
           <section class="panel" aria-labelledby="trial-facts"><h2 id="trial-facts">The trial</h2>
             <div class="scroll"><table class="kv" data-testid="trial">
             ${row("state", html`<span class="badge ${expired ? "stale" : t.state}">${t.state}${expired && t.state === "running" ? " (lease expired)" : ""}</span>`, "trial-state")}
-            ${several(study) ? objectivesRow(t, study, front, row) : row(objective ? `value (${objective})` : "value", fmt(t.value), "trial-value")}
+            ${several(study) ? objectivesRow(t, study, front, row) : row(objective ? `value (${objective})` : "value", precise(t.value), "trial-value")}
             ${feasible ? row("feasibility", feasible, "trial-feasible") : ""}
             ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
             ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
@@ -106,7 +109,7 @@ export const trialView = {
           </section>
           <section class="panel" aria-labelledby="trial-params"><h2 id="trial-params">Parameters</h2>
             <div class="scroll"><table class="grid compact" data-testid="trial-params"><thead><tr><th scope="col">parameter</th><th scope="col" class="num">value</th></tr></thead>
-            <tbody>${params.map(([k, v]) => html`<tr><td>${k}</td><td class="num">${cell(v)}</td></tr>`)}</tbody></table></div>
+            <tbody>${params.map(([k, v]) => html`<tr><td>${k}</td><td class="num">${precise(v)}</td></tr>`)}</tbody></table></div>
           </section>
         </div>${
           hasMetrics
