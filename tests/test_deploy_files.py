@@ -107,6 +107,36 @@ def test_the_image_installs_the_locked_versions() -> None:
     assert not [n for n in pinned if n.startswith("nvidia")], "resolved against the CPU torch"
 
 
+def test_the_dev_environment_is_the_locked_one() -> None:
+    """Issue 28, item 3: the tests run on the versions the image ships. scripts/setup.sh installs every part
+    with requirements.lock as its constraints; the only packages allowed to differ are those it names in
+    UNLOCKED_FOR_EXTRAS (an extra needs another version), each with its reason there."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    match = re.search(r"^UNLOCKED_FOR_EXTRAS=\(([^)]*)\)", setup, flags=re.M)
+    assert match is not None
+    unlocked = {canonicalize_name(name) for name in match.group(1).split()}
+    differ = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if not line or line.startswith((" ", "#")):
+            continue
+        requirement = Requirement(line)
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue  # another Python or platform
+        (locked,) = [s.version for s in requirement.specifier if s.operator == "=="]
+        try:
+            installed: str | None = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            installed = None
+        if installed != locked and canonicalize_name(requirement.name) not in unlocked:
+            differ[requirement.name] = f"lock {locked}, installed {installed}"
+    assert not differ, f"run scripts/setup.sh (make setup) to install the lock's versions: {differ}"
+
+
 def test_every_worker_has_a_health_check_on_its_metrics_port() -> None:
     services = compose()["services"]
     for name in ("worker", "worker-gpu"):

@@ -1,6 +1,6 @@
-"""The README's first screen, followed literally (issue 20, item 4): its two commands, then the Python
-client example twice and the curl block twice against the server that ``make run`` started. The
-commands and code are read from README.md, never copied here."""
+"""The README's quick start, followed literally (issue 20, item 4; issue 28, item 1): its two commands, then
+the first study in Python (a local policy on float parameters) twice and the curl block twice against the
+server that ``make run`` started. The commands and code are read from README.md, never copied here."""
 
 from __future__ import annotations
 
@@ -34,14 +34,48 @@ def blocks(text: str, language: str = "") -> list[str]:
 
 def test_the_two_commands_are_make_run_and_make_test_and_ci_runs_the_same() -> None:
     assert [b.strip() for b in blocks(section("Two commands"))] == ["make run", "make test"]
+    assert README.index("## Two commands") < README.index("## A first study in Python"), "the two commands first"
     assert "\nmake test\n" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_is_a_short_quick_start_and_contributors_have_their_own_page() -> None:
+    """Issue 28, item 1: at most about 300 lines; tests, lint, fuzz and the module tour live elsewhere."""
+    assert len(README.splitlines()) <= 300, len(README.splitlines())
+    (python,) = blocks(section("A first study in Python"), "python")
+    assert re.search(r'policy="(minucb|la-minucb|gibo|mpd|turbo)"', python), "a local policy"
+    assert '"type": "float"' in python and '"categorical"' not in python, "on float parameters"
+    for words in ("schemathesis", "2-core", "pytest -m timing", "| `asking.py` |"):
+        assert words not in README, words
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "make lint" in contributing and "make fuzz" in contributing
+    for page in ("development.md", "development-architecture.md", "development-benchmarks.md"):
+        assert f"docs/{page}" in contributing, page
+    architecture = (ROOT / "docs" / "development-architecture.md").read_text()
+    assert "| `asking.py` |" in architecture and "## What we depend on, and why" in architecture
+    assert "## What we depend on, and why" in README and "## How it is built" in README
+
+
+def test_make_run_installs_only_what_serving_needs() -> None:
+    """Issue 28, item 2: run and demo need the serve part only; the targets that need an extra add it."""
+    plan = subprocess.run(["make", "-n", "-B", "run"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert "scripts/setup.sh serve" in plan
+    for extra in ("dev", "bench", "docs", "axe"):
+        assert f"setup.sh {extra}" not in plan, extra
+    for target, parts in (("test", {"dev", "bench", "docs", "axe"}), ("lint", {"dev"}), ("fuzz", {"dev"}),
+                          ("docs", {"docs"}), ("bench", {"bench"})):  # fmt: skip
+        plan = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True).stdout
+        installed = set(re.findall(r"scripts/setup\.sh (\w+)", plan))
+        assert parts <= installed and "serve" in installed, (target, installed)
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}" in setup, "the CPU wheel's pin stays where torch is installed"
 
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """What ``make run`` reads, in a folder of its own (so ./localbo.db is not the developer's), with the
     installed .venv; files keep their times, so make sees the set-up as done."""
-    for name in ("Makefile", "pyproject.toml", "README.md", "client/pyproject.toml", "scripts/setup.sh"):
+    for name in ("Makefile", "pyproject.toml", "README.md", "client/pyproject.toml", "requirements.lock",
+                 "scripts/setup.sh"):  # fmt: skip
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, tmp_path / name)
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
@@ -69,14 +103,15 @@ def test_the_first_screen_works_as_written_twice(checkout: Path) -> None:
                 time.sleep(0.2)
         assert "localbo listening on http://127.0.0.1:8000" in (checkout / "serve.log").read_text()
 
-        (python,) = blocks(section("Python client"), "python")
+        (python,) = blocks(section("A first study in Python"), "python")
         for run in (1, 2):
             done = subprocess.run([sys.executable, "-c", python], cwd=checkout, capture_output=True, text=True,
                                   timeout=300)  # fmt: skip
             assert done.returncode == 0, f"run {run}: {done.stderr[-3000:]}"
             assert "Trial(number=" in done.stdout, done.stdout
-        beam = httpx.get(f"{URL}/api/v1/studies/beam/trials", params={"limit": 1000}).json()["trials"]
-        assert len(beam) == 2 * 102 and all(t["state"] == "complete" for t in beam), "both runs, one study"
+        kiln = httpx.get(f"{URL}/api/v1/studies/kiln/trials", params={"limit": 1000}).json()["trials"]
+        assert len(kiln) == 2 * 20 and all(t["state"] == "complete" for t in kiln), "both runs, one study"
+        assert httpx.get(f"{URL}/api/v1/studies/kiln").json()["policy"] == "minucb"
 
         curl = blocks(section("REST, for lab equipment"))[0]
         outputs = [subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=60) for _ in (1, 2)]
