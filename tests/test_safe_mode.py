@@ -148,3 +148,19 @@ def test_a_local_policy_in_safe_mode_starts_at_the_first_seed(api: Any) -> None:
     assert api.post(f"{API}/{name}/trials/{first['number']}/tell", json=tell).status_code == 200
     (nxt,) = ask(api, name)
     assert nxt["source"] == "minucb", nxt
+
+
+def test_a_safe_turbo_region_that_collapses_restarts_on_all_the_data() -> None:
+    """A region below length_min restarts; in safe mode it keeps every result (else it has none to be safe by)."""
+    from localbo.policies.turbo import Region, TurboState
+
+    X = torch.tensor([[0.3, 0.3], [0.32, 0.31], [0.29, 0.33]], dtype=torch.float64)
+    y = torch.tensor([1.0, 1.1, 1.05], dtype=torch.float64)  # no improvement: the region halves below length_min
+    C = torch.tensor([[-0.2], [-0.1], [-0.15]], dtype=torch.float64)
+    collapsing = Region(length=0.5**7 * 1.01, best=1.0, centre=[0.3, 0.3], failures=100, first_number=1)
+    state = TurboState(region=collapsing, counted=[1])
+    request = make_request("turbo", X, y, count=1, state=state, config={"candidates": 200, "failure_tolerance": 1})
+    request = dataclasses.replace(request, C=C, max_violation_probability=0.05)
+    suggestion = get_policy("turbo")().suggest(request)
+    assert suggestion.state.restarts == 1 and suggestion.state.region.first_number == 1
+    assert suggestion.state.region.centre == [0.3, 0.3], "the best feasible point of all the data"

@@ -42,7 +42,9 @@ of the region. Before the first failed point everything is as above.
 In safe mode (``request.max_violation_probability`` = delta) nothing is asked that the models do not predict safe:
 
     start:    no Sobol design; the region starts at the study's first completed points (the engine asks the safe
-              seeds first; with no completed point yet the call re-asks the points pending, i.e. the seeds)
+              seeds first; with no completed point yet the call re-asks the points pending, i.e. the seeds); a
+              region that collapses restarts at the initial length around the best feasible point, its models
+              keeping all the study's data (the safe set is what they know)
     safe set: the candidates with P(safe) = prod_j Phi(-mu_j(x) / sigma_j(x)) >= 1 - delta over the constraint GPs
               (and the failure model's z), independent per constraint: each GP's posterior, not a sample
     batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again (a point
@@ -274,6 +276,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
             if region.length < config.length_min:  # collapsed: a new region, the old data left out
                 last = int(request.numbers.max()) if request.numbers.numel() else 0
                 region = Region(length=config.length_init, first_number=last + 1, excluded=request.X_pending.tolist())
+                if request.max_violation_probability is not None:  # safe mode: the safe set is all it knows
+                    region = Region(length=config.length_init)
                 state = state.model_copy(
                     update={"restarts": state.restarts + 1, "hypers": None, "constraint_hypers": []}
                 )
