@@ -3,6 +3,7 @@ what the code says, and the tutorials' code runs against a real server."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -36,8 +37,28 @@ def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> No
     from localbo.api import create_app
     from localbo.config import Settings
 
-    for path in create_app(Settings(database_url="sqlite://")).openapi()["paths"]:
+    spec = create_app(Settings(database_url="sqlite://")).openapi()
+    for path in spec["paths"]:
         assert path.replace("{", "").replace("}", "") in rest.replace("{", "").replace("}", ""), path
+    # issue 28, item 4: every field with its type, default and meaning, and an example per route
+    for word in ("direction", "wait_seconds", "low", "reference_point", "max_violation_probability", "client_id",
+                 "lease_expires_at", "next_after", "hypervolume", "Idempotency-Key"):  # fmt: skip
+        assert f"<code>{word}</code>" in rest, word
+    for schema in spec["components"]["schemas"].values():
+        for field in schema.get("properties", {}):
+            assert f"<code>{field}</code>" in rest, field
+    routes = sum(len(operations) for operations in spec["paths"].values())
+    assert rest.count(">Example<") == routes, "one example request and answer per route"
+    assert "Whether lower (minimize) or higher (maximize) values are better" in rest
+    assert "POST /api/v1/studies/furnace/ask" in rest and "rig-7" in rest
+    # the docs home: a quick start for users, no word of this machine or of fuzzing
+    home = (site / "index.html").read_text()
+    assert "2-core" not in home and "fuzz" not in home.lower() and "make run" in home
+    assert 'policy="minucb"' in html.unescape(re.sub(r"<[^>]+>", "", home)), "the first study, a local policy"
+    development = (site / "development" / "index.html").read_text()
+    assert "make fuzz" in development and "torch==2.13.0" in development
+    benchmarks = (site / "development-benchmarks" / "index.html").read_text()
+    assert benchmarks.count("as its script wrote it") == 5
     configuration = (site / "reference" / "configuration" / "index.html").read_text()
     for name in Settings.model_fields:
         assert f"LOCALBO_{name.upper()}" in configuration, name

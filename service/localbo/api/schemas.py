@@ -73,8 +73,32 @@ EventsSince = Annotated[
     AfterValidator(_feed_time),
     Query(description="Also resend trials finished since this time"),
 ]
+SERIES_EXAMPLE: dict[str, Any] = {
+    "study": "furnace",
+    "direction": "maximize",
+    "space": {"temp": {"type": "float", "low": 300.0, "high": 900.0}},
+    "policy": "minucb",
+    "policy_state_version": 2,
+    "as_of": "2026-11-24T10:42:00.270462+00:00",
+    "last": 2,
+    "trials": {
+        "number": [1, 2],
+        "state": ["complete", "failed"],
+        "value": [0.973, None],
+        "x": [[0.5], [0.6023]],
+        "source": ["minucb", "minucb"],
+        "created": [1795695032.09, 1795695032.189],
+        "completed": [1795695032.118, 1795695032.216],
+        "feasible": [None, None],
+        "metrics": [None, None],
+        "reasons": {"2": "thermocouple"},
+    },
+}
 SERIES_TYPES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "Columns of the trials", "content": {"application/json": {"schema": {"type": "object"}}}}
+    200: {
+        "description": "Columns of the trials",
+        "content": {"application/json": {"schema": {"type": "object", "examples": [SERIES_EXAMPLE]}}},
+    }
 }
 
 
@@ -112,9 +136,70 @@ class Strict(BaseModel):
         return data
 
 
+RUNNING_TRIAL_EXAMPLE: dict[str, Any] = {
+    "number": 1,
+    "state": "running",
+    "params": {"temp": 600.0},
+    "value": None,
+    "values": None,
+    "feasible": None,
+    "reason": None,
+    "source": "minucb",
+    "client_id": "rig-7",
+    "lease_expires_at": "2026-11-24T11:00:00Z",
+    "created_at": "2026-11-24T10:00:00Z",
+    "completed_at": None,
+    "candidate": None,
+    "token": "9f2c41d07a3b5e68",
+}
+TRIAL_EXAMPLE: dict[str, Any] = {
+    **RUNNING_TRIAL_EXAMPLE,
+    "state": "complete",
+    "value": 0.82,
+    "lease_expires_at": None,
+    "completed_at": "2026-11-24T10:05:00Z",
+}
+SUMMARY_EXAMPLE: dict[str, Any] = {
+    "n_trials": 12,
+    "n_running": 1,
+    "n_complete": 10,
+    "n_failed": 1,
+    "n_stale": 0,
+    "best_value": 0.82,
+    "last_activity": "2026-11-24T10:42:00Z",
+    "last_result_at": "2026-11-24T10:41:30Z",
+    "trials_since_improvement": 3,
+    "results_per_hour": 11,
+    "n_feasible": 0,
+    "n_infeasible": 0,
+    "candidates_remaining": None,
+    "n_fallback": 0,
+    "last_fallback_at": None,
+    "hypervolume": None,
+    "hypervolume_reference_point": None,
+    "hypervolume_history": None,
+    "pareto_size": None,
+}
+
+
 class StudyCreate(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "furnace",
+                    "direction": "maximize",
+                    "policy": "minucb",
+                    "space": {"temp": {"type": "float", "low": 300, "high": 900}},
+                }
+            ]
+        }
+    )
+
     name: str = Field(pattern=STUDY_NAME, description="URL-safe: letters, digits, . _ -")
-    direction: Literal["minimize", "maximize"] = "minimize"
+    direction: Literal["minimize", "maximize"] = Field(
+        default="minimize", description="Whether lower (minimize) or higher (maximize) values are better"
+    )
     space: Annotated[dict[str, Any], documented("SpaceIn", "The search space")] = Field(
         description='{"x": {"type": "float", "low": 0, "high": 1, "log": false}, '
         '"n": {"type": "int", "low": 1, "high": 8}, "opt": {"type": "categorical", "choices": ["sgd", "adam"]}}; '
@@ -122,7 +207,12 @@ class StudyCreate(Strict):
         '"candidates": [{"id": "a", "params": {"x": 0.5, "n": 3}}, ...] or "csv": "id,x,n\\n...", '
         '"kernel"?: N x N matrix or "cosine", "allow_repeats"?: false}'
     )
-    policy: str = Field(default="sobol", json_schema_extra={"enum": [*sorted(registry())]})  # a list[JsonValue]
+    policy: str = Field(
+        default="sobol",
+        description="The policy that plans the points (see Choosing a policy): local BO (minucb, la-minucb, gibo, "
+        "mpd, turbo) for many float parameters, global BO (ei, ucb, ...) for a few, sobol or random for a design",
+        json_schema_extra={"enum": [*sorted(registry())]},  # a list[JsonValue]
+    )
     policy_config: Annotated[dict[str, Any], documented("PolicyConfig", "The keys of the policy's Config")] | None = (
         None
     )
@@ -155,11 +245,13 @@ class StudyCreate(Strict):
 
 
 class StudySummary(BaseModel):
-    n_trials: int
-    n_running: int
-    n_complete: int
-    n_failed: int
-    n_stale: int
+    model_config = ConfigDict(json_schema_extra={"examples": [SUMMARY_EXAMPLE]})
+
+    n_trials: int = Field(description="Trials of the study, in every state")
+    n_running: int = Field(description="Trials asked and not told yet, within their lease")
+    n_complete: int = Field(description="Trials told a value")
+    n_failed: int = Field(description="Trials told failed")
+    n_stale: int = Field(description="Running trials whose lease ran out (their points are offered again)")
     best_value: float | None = Field(description="The best completed (and, with constraints, feasible) value")
     last_activity: datetime | None = Field(default=None, description="When a trial was last asked or finished")
     last_result_at: datetime | None = Field(
@@ -204,33 +296,63 @@ class StudySummary(BaseModel):
 
 
 class StudyOut(BaseModel):
-    name: str
-    direction: str
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "furnace",
+                    "direction": "maximize",
+                    "space": {"temp": {"type": "float", "low": 300.0, "high": 900.0, "log": False}},
+                    "policy": "minucb",
+                    "policy_config": {"delta": 0.2, "kernel": "rbf"},
+                    "metadata": {},
+                    "seed": 1234567,
+                    "created_at": "2026-11-24T10:00:00Z",
+                    "policy_state_version": 4,
+                    "last_policy_error": None,
+                    "objectives": None,
+                    "constraints": None,
+                    "parameter_constraints": None,
+                    "failures": "ignore",
+                    "safety": None,
+                    "reference_point": None,
+                    "summary": SUMMARY_EXAMPLE,
+                }
+            ]
+        }
+    )
+
+    name: str = Field(description="The study's URL-safe name")
+    direction: str = Field(description="minimize or maximize")
     space: Annotated[dict[str, Any], documented("SpaceOut", "The space as stored (finite: a summary)")]
-    policy: str
+    policy: str = Field(description="The policy's name")
     policy_config: Annotated[dict[str, Any], documented("PolicyConfigOut", "The config, defaults filled in")]
     metadata: Metadata
-    seed: int
-    created_at: datetime
-    policy_state_version: int
+    seed: int = Field(description="The seed of the policy's randomness (drawn at creation when none was given)")
+    created_at: datetime = Field(description="When the study was created")
+    policy_state_version: int = Field(description="Grows with every stored change of the policy's state")
     last_policy_error: str | None = Field(
         description="Why the latest policy computation handed out fallback points (or restarted the policy's "
         "state), with its time; null once a computation succeeds"
     )
-    objectives: list[Objective] | None = None
-    constraints: list[OutcomeConstraint] | None = None
-    parameter_constraints: list[ParameterConstraint] | None = None
-    failures: Literal["ignore", "avoid"] = "ignore"
-    safety: Safety | None = None
-    reference_point: dict[str, float] | None = None
-    summary: StudySummary
+    objectives: list[Objective] | None = Field(default=None, description="As created; null: the one unnamed value")
+    constraints: list[OutcomeConstraint] | None = Field(default=None, description="As created; null: none")
+    parameter_constraints: list[ParameterConstraint] | None = Field(default=None, description="As created; null: none")
+    failures: Literal["ignore", "avoid"] = Field(default="ignore", description="As created")
+    safety: Safety | None = Field(default=None, description="As created; null: not in safe mode")
+    reference_point: dict[str, float] | None = Field(
+        default=None, description="As created (several objectives); null: inferred, see the summary"
+    )
+    summary: StudySummary = Field(description="The study's progress: counts, best value, liveness")
 
 
 class StudyList(BaseModel):
-    studies: list[StudyOut]
+    studies: list[StudyOut] = Field(description="Every study the caller may read, each with its summary")
 
 
 class AskRequest(Strict):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"count": 1, "client_id": "rig-7"}]})
+
     count: WholeNumber = Field(default=1, ge=1, le=DB_INT_MAX, strict=True, description="How many trials to hand out")
     wait_seconds: float | None = Field(
         default=None,
@@ -261,20 +383,29 @@ TRIAL_TOKEN = Field(
 
 
 class TrialOut(BaseModel):
-    number: int
-    state: Literal["running", "complete", "failed", "stale"]
+    model_config = ConfigDict(json_schema_extra={"examples": [TRIAL_EXAMPLE]})
+
+    number: int = Field(description="The trial's number in its study, from 1")
+    state: Literal["running", "complete", "failed", "stale"] = Field(
+        description="running: asked, not told; complete: told a value; failed: told failed; stale: its lease ran out"
+    )
     params: Params
     value: float | None = Field(description="The objective's value (a study with named metrics: its objective's)")
     values: dict[str, float] | None = Field(default=None, description="Every named metric, when the study names them")
     feasible: bool | None = Field(
         default=None, description="Whether every outcome constraint held; null: the study has none, or no result yet"
     )
-    reason: str | None
-    source: str
-    client_id: str | None
-    lease_expires_at: datetime | None
-    created_at: datetime
-    completed_at: datetime | None
+    reason: str | None = Field(description="Why the trial failed (failed trials only)")
+    source: str = Field(
+        description="Where the point came from: the policy's name (its plan), fallback, stale-retry, external, "
+        "or in safe mode seed and fallback-safe"
+    )
+    client_id: str | None = Field(description="The evaluator that asked for it (the ask's client_id)")
+    lease_expires_at: datetime | None = Field(
+        description="Running trials: when the trial becomes stale unless a heartbeat extends it"
+    )
+    created_at: datetime = Field(description="When the trial was asked (or added)")
+    completed_at: datetime | None = Field(description="When it was told (complete or failed)")
     candidate: str | None = Field(default=None, description="Finite spaces: the id of the candidate asked")
     token: str | None = Field(
         default=None,
@@ -285,7 +416,9 @@ class TrialOut(BaseModel):
 
 
 class AskResponse(BaseModel):
-    trials: list[TrialOut]
+    model_config = ConfigDict(json_schema_extra={"examples": [{"trials": [RUNNING_TRIAL_EXAMPLE]}]})
+
+    trials: list[TrialOut] = Field(description="The trials handed out, count of them")
 
 
 def _tell_shapes(schema: dict[str, Any]) -> None:
@@ -295,6 +428,7 @@ def _tell_shapes(schema: dict[str, Any]) -> None:
     schema.clear()
     schema["anyOf"] = [{"$ref": f"#/components/schemas/{shape}"} for shape in ("TellComplete", "TellFailed")]
     schema["title"] = "TellRequest"
+    schema["examples"] = [{"value": 0.82}, {"state": "failed", "reason": "thermocouple"}]
 
 
 class TellRequest(Strict):
@@ -302,55 +436,102 @@ class TellRequest(Strict):
     # strict: "0.5" or true is refused, not quietly turned into a number
     value: float | None = Field(default=None, strict=True, allow_inf_nan=False, description="The objective value")
     values: MetricValues | None = None
-    state: Literal["complete", "failed"] = "complete"
+    state: Literal["complete", "failed"] = Field(default="complete", description="failed: the run gave no result")
     reason: str | None = Field(default=None, max_length=10_000, description="Why a trial failed")
     token: str | None = TRIAL_TOKEN
 
 
 class TellAndAskRequest(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"tell": {"value": 0.82}, "ask": {"count": 1, "client_id": "rig-7"}}]}
+    )
+
     tell: TellRequest = Field(description="The tell, as POST .../trials/{number}/tell takes it")
     ask: AskRequest = Field(default_factory=AskRequest, description="The ask, as POST .../ask takes it")
 
 
 class TellAndAskResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "told": TRIAL_EXAMPLE,
+                    "trials": [{**RUNNING_TRIAL_EXAMPLE, "number": 2, "params": {"temp": 661.4}}],
+                }
+            ]
+        }
+    )
+
     told: TrialOut = Field(description="The trial as the tell left it")
     trials: list[TrialOut] = Field(description="The trials the ask handed out")
 
 
 class ExternalTrial(Strict):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"params": {"temp": 650.0}, "value": 0.79}]})
+
     params: Params
-    value: float | None = Field(default=None, strict=True, allow_inf_nan=False)
+    value: float | None = Field(
+        default=None, strict=True, allow_inf_nan=False, description="Its value (a study that names no metrics)"
+    )
     values: MetricValues | None = None
 
 
 class TrialList(BaseModel):
-    trials: list[TrialOut]
+    trials: list[TrialOut] = Field(description="The trials numbered above ?after=, in order, at most ?limit=")
     next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
 
 
 class Health(BaseModel):
-    status: str
-    version: str
-    database: str
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"status": "ok", "version": "0.1.0", "database": "sqlite"}]}
+    )
+
+    status: str = Field(description="ok: the service answers")
+    version: str = Field(description="The service's version")
+    database: str = Field(description="The database in use: sqlite or postgresql")
 
 
 class PlannedPoint(BaseModel):
     params: Params
     x: list[float] = Field(description="The point in the unit cube, as the policy sees it")
-    source: str
+    source: str = Field(description="Who planned it: the policy's name, or seed in safe mode")
 
 
 class PolicyView(BaseModel):
-    policy: str
-    policy_state_version: int
-    state_schema: int | None
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "policy": "minucb",
+                    "policy_state_version": 2,
+                    "state_schema": 1,
+                    "state": {"t": 1, "x_t": [0.5075], "phase": "batch", "batch": 1},
+                    "display": {
+                        "phase": "exploring",
+                        "progress": {"done": 1, "total": 1, "label": "exploration batch"},
+                        "centre": [0.5075],
+                        "box": {"lower": [0.3075], "upper": [0.7075]},
+                        "path": [[0.5], [0.5075]],
+                        "numbers": {"iteration": 1, "gp noise": 0.0067},
+                    },
+                    "last_policy_error": None,
+                    "last_fallback_at": None,
+                    "planned": [{"params": {"temp": 634.5}, "x": [0.5575], "source": "minucb"}],
+                }
+            ]
+        }
+    )
+
+    policy: str = Field(description="The policy's name")
+    policy_state_version: int = Field(description="Grows with every stored change of the state")
+    state_schema: int | None = Field(description="The version of the state's layout (policies migrate older ones)")
     state: dict[str, Any] = Field(description="The policy's own state (unit-cube coordinates)")
     display: dict[str, Any] | None = Field(
         default=None,
         description="What the dashboard draws, computed from the state: phase, progress {done, total, label}, "
         "centre and box {lower, upper} and path (unit cube, oldest first), numbers {name: value}; null: nothing",
     )
-    last_policy_error: str | None
+    last_policy_error: str | None = Field(description="As the study's: why the last computation fell back")
     last_fallback_at: datetime | None = Field(
         default=None,
         description="When an ask last got a fallback point (the policy failed, or had no plan within the ask's "
@@ -361,7 +542,7 @@ class PolicyView(BaseModel):
 
 class FieldError(BaseModel):
     field: str = Field(description="Where: a dotted path such as space.x.low, or body")
-    message: str
+    message: str = Field(description="What was expected there")
 
 
 class ErrorOut(BaseModel):
@@ -375,6 +556,22 @@ class ErrorOut(BaseModel):
 
 
 class ImportanceOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "parameters": ["temp", "pressure"],
+                    "gp": [0.036, 0.964],
+                    "gp_method": "mean squared gradient of the posterior mean of an ARD GP ...",
+                    "forest": [0.092, 0.908],
+                    "forest_method": "out-of-bag permutation importance of a random forest ...",
+                    "n_complete": 6,
+                    "note": "GP fitted to the last 6 of 6 completed trials (by number); forest fitted to the last 6",
+                }
+            ]
+        }
+    )
+
     parameters: list[str] = Field(description="The study's parameters, in space order")
     gp: list[float] | None = Field(
         description="Each parameter's share (sums to 1) from an ARD GP: the mean squared gradient of its posterior "
@@ -393,8 +590,30 @@ class ImportanceOut(BaseModel):
 class SurfaceOut(BaseModel):
     """The GP's posterior mean over a grid of two parameters, the others held fixed; or why not."""
 
-    x: str
-    y: str
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "x": "temp",
+                    "y": "pressure",
+                    "available": True,
+                    "reason": None,
+                    "n_complete": 6,
+                    "xs": [300.0, 600.0, 900.0],
+                    "ys": [1.0, 5.5, 10.0],
+                    "mean": [[0.956, 0.956, 0.956], [0.954, 0.974, 0.967], [0.956, 0.956, 0.956]],
+                    "log_x": False,
+                    "log_y": False,
+                    "fixed": {},
+                    "fixed_at": "centre",
+                    "model": "ARD GP (rbf, MAP) on the last 6 of 6 completed trials",
+                }
+            ]
+        }
+    )
+
+    x: str = Field(description="The parameter along x")
+    y: str = Field(description="The parameter along y")
     available: bool = Field(description="false: no surface, ``reason`` says why (and only x, y, n_complete come)")
     reason: str | None = Field(default=None, description="Why there is no surface")
     n_complete: int | None = Field(default=None, description="Completed trials of the study")
@@ -403,8 +622,8 @@ class SurfaceOut(BaseModel):
     mean: list[list[float]] | None = Field(
         default=None, description="size rows of size values, study units: row i is ys[i], column j is xs[j]"
     )
-    log_x: bool | None = None
-    log_y: bool | None = None
+    log_x: bool | None = Field(default=None, description="Whether x is a log-scaled parameter (draw its axis so)")
+    log_y: bool | None = Field(default=None, description="Whether y is a log-scaled parameter")
     fixed: Params | None = Field(default=None, description="Where the other parameters are held, user units")
     fixed_at: Literal["centre", "best"] | None = Field(
         default=None, description="centre: the policy's current centre (its display's); best: the best trial"
@@ -414,11 +633,31 @@ class SurfaceOut(BaseModel):
 
 class HypervolumeStep(BaseModel):
     number: int = Field(description="The trial that raised the hypervolume")
-    hypervolume: float
+    hypervolume: float = Field(description="The hypervolume after that trial")
 
 
 class ParetoOut(BaseModel):
-    objectives: list[Objective]
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "objectives": [
+                        {"metric": "yield", "direction": "maximize"},
+                        {"metric": "cost", "direction": "minimize"},
+                    ],
+                    "trials": [
+                        {**TRIAL_EXAMPLE, "value": None, "values": {"yield": 0.81, "cost": 3.2}, "feasible": True}
+                    ],
+                    "hypervolume": 2.75,
+                    "reference_point": {"yield": 0.0, "cost": 10.0},
+                    "reference_point_inferred": False,
+                    "history": [{"number": 1, "hypervolume": 2.75}],
+                }
+            ]
+        }
+    )
+
+    objectives: list[Objective] = Field(description="The study's objectives, each with its direction")
     trials: list[TrialOut] = Field(description="The non-dominated feasible completed trials, by number")
     hypervolume: float | None = Field(
         description="The volume the front dominates up to reference_point (null: no result)"
