@@ -96,7 +96,10 @@ def test_a_study_told_plus_and_minus_1e308_draws_every_panel(server: ServerProce
     assert page.get_by_test_id("slices").get_attribute("data-drawn") == "6"
     assert page.get_by_test_id("trials").locator("tbody tr").count() == 7
     # the surface (trials only, or the GP's mean if the server could fit one) and the importance settle
-    page.wait_for_selector("[data-testid=surface-panel][data-state=contour], [data-testid=surface-panel][data-state=unavailable]", timeout=60_000)
+    page.wait_for_selector(
+        "[data-testid=surface-panel][data-state=contour], [data-testid=surface-panel][data-state=unavailable]",
+        timeout=60_000,
+    )
     page.wait_for_selector("[data-testid=importance-panel][data-bars]", timeout=60_000)
     assert int(page.get_by_test_id("surface").get_attribute("data-drawn")) == 6
     # the log scale over -1.8e308 .. 1e308, a brush on the value axis, the tooltip
@@ -167,7 +170,8 @@ def stalled_study(server: ServerProcess, db: Path, fallbacks: int = 0) -> tuple[
         done = now - timedelta(minutes=40 + 7 - k)  # steady: one a minute, the last 40 minutes ago
         write(
             db,
-            "UPDATE trials SET created_at = ?, completed_at = ?, lease_expires_at = NULL WHERE study_id = ? AND number = ?",
+            "UPDATE trials SET created_at = ?, completed_at = ?, lease_expires_at = NULL"
+            " WHERE study_id = ? AND number = ?",
             stamp(done - timedelta(seconds=30)),
             stamp(done),
             sid,
@@ -182,7 +186,13 @@ def stalled_study(server: ServerProcess, db: Path, fallbacks: int = 0) -> tuple[
         sid,
         late,
     )
-    write(db, "UPDATE trials SET state = 'stale', created_at = ? WHERE study_id = ? AND number = ?", stamp(asked), sid, stale)
+    write(
+        db,
+        "UPDATE trials SET state = 'stale', created_at = ? WHERE study_id = ? AND number = ?",
+        stamp(asked),
+        sid,
+        stale,
+    )
     for number in told[:fallbacks]:
         write(db, "UPDATE trials SET source = 'fallback' WHERE study_id = ? AND number = ?", sid, number)
     return name, told
@@ -203,7 +213,9 @@ def test_a_study_stopped_relative_to_its_cadence_says_so_at_the_top_and_in_the_l
     text = stall.inner_text()
     assert "No result for 40 min" in text and "usual gap of 1 min" in text and "2 trials are still out" in text, text
     assert stall.bounding_box()["y"] < 400  # at the top, not 2,400 px down
-    page.get_by_test_id("trouble-lease").filter(has_text="2 trials past their lease").wait_for(timeout=30_000)  # leases read
+    page.get_by_test_id("trouble-lease").filter(has_text="2 trials past their lease").wait_for(
+        timeout=30_000
+    )  # leases read
     lease = page.get_by_test_id("trouble-lease").inner_text()
     assert "2 trials past their lease" in lease and "1 stale" in lease and "1 still running past it" in lease, lease
     # the rate cannot hide the stop: 0 in the last hour... and none for 40 min, beside it
@@ -302,7 +314,10 @@ def test_one_queued_point_is_singular(server: ServerProcess, page: Any) -> None:
     api.tell(name, api.ask(name)["number"], 1.0)
     planned = [{"params": {"x0": 0.5, "x1": -0.5}, "x": [0.625, 0.375], "source": "sobol"}]
     view = {"policy": "sobol", "policy_state_version": 1, "state_schema": 1, "state": {}, "display": None}
-    page.route("**/api/v1/studies/*/policy", lambda route: route.fulfill(json={**view, "last_policy_error": None, "planned": planned}))
+    page.route(
+        "**/api/v1/studies/*/policy",
+        lambda route: route.fulfill(json={**view, "last_policy_error": None, "planned": planned}),
+    )
     open_page(page, server.url, f"#/study/{name}", view="study")
     text = page.locator("#policy").inner_text()
     assert "1 point queued" in text and "1 points" not in text, text
@@ -326,7 +341,7 @@ def test_the_importance_panel_heads_with_the_gp_and_labels_the_forest_a_rough_ch
 ) -> None:
     api, name = Api(server.url), unique("importance")
     api.create(name)
-    for k in range(6):
+    for _ in range(6):
         trial = api.ask(name)
         api.tell(name, trial["number"], 10 * trial["params"]["x0"])
     page.route("**/analysis/importance", lambda route: route.fulfill(json=IMPORTANCE))
@@ -340,7 +355,11 @@ def test_the_importance_panel_heads_with_the_gp_and_labels_the_forest_a_rough_ch
     disagreement = page.get_by_test_id("importance-disagreement")
     assert disagreement.get_attribute("data-count") == "2"
     words = disagreement.inner_text()
-    assert "disagrees with the GP" in words and "x0 (GP 0.89, forest 0.55)" in words and "x1 (GP 0.11, forest 0.45)" in words
+    assert (
+        "disagrees with the GP" in words
+        and "x0 (GP 0.89, forest 0.55)" in words
+        and "x1 (GP 0.11, forest 0.45)" in words
+    )
     rows = page.get_by_test_id("importance").locator("tbody tr")
     assert rows.first.locator("th").inner_text() == "x0"  # ordered by the GP's estimate
     assert axe_violations(page) == []
