@@ -4,6 +4,7 @@ the database URLs people paste (``postgres://``), and the start-up benchmark's s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,54 @@ def test_startup_benchmark_smoke(tmp_path: Path) -> None:
     assert 0 < run["serve"]["healthz_s"] <= run["serve"]["first_ask_s"]
     assert set(run["verbs"]) == {"db upgrade", "studies list", "studies show", "studies export"}
     assert "| current |" in (tmp_path / "startup.md").read_text()
+
+
+def test_the_read_verbs_reach_a_running_server_and_say_what_they_read(tmp_path: Path) -> None:
+    """Issue 28, item 11: --url (or LOCALBO_URL) with --token (LOCALBO_TOKEN) reads a running server over REST,
+    and every read verb says on stderr which server or database it read (stdout stays the answer)."""
+    import httpx
+    from harness.processes import ServerProcess
+
+    server = ServerProcess(f"sqlite:///{tmp_path / 'served.db'}", LOCALBO_TOKENS="secret=admin")
+    try:
+        auth = {"Authorization": "Bearer secret"}
+        body = {"name": "kiln", "policy": "sobol", "space": {"temp": {"type": "float", "low": 300, "high": 900}}}
+        assert httpx.post(f"{server.url}/api/v1/studies", json=body, headers=auth).status_code == 201
+        (trial,) = httpx.post(f"{server.url}/api/v1/studies/kiln/ask", json={}, headers=auth).json()["trials"]
+        told = httpx.post(f"{server.url}/api/v1/studies/kiln/trials/1/tell", json={"value": 0.5}, headers=auth)
+        assert told.status_code == 200
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+
+        def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+            return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, cwd=elsewhere,
+                                  env={**os.environ, **env})  # fmt: skip
+
+        listed = cli("studies", "list", "--url", server.url, "--token", "secret")
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("name") and "kiln" in listed.stdout and "0.5" in listed.stdout
+        assert f"localbo: read server {server.url}" in listed.stderr
+        shown = cli("studies", "show", "kiln", LOCALBO_URL=server.url, LOCALBO_TOKEN="secret")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["best"]["value"] == 0.5
+        exported = cli("studies", "export", "kiln", "--url", server.url, LOCALBO_TOKEN="secret")
+        assert exported.returncode == 0 and exported.stdout.splitlines()[0].startswith("number,"), exported.stderr
+        assert len(exported.stdout.splitlines()) == 2
+        assert not (elsewhere / "localbo.db").exists(), "reading a server creates no database"
+        refused = cli("studies", "list", "--url", server.url)
+        assert_one_line_error(refused, f"server {server.url}: 401")
+        # without --url: the database, named (and a SQLite file that was not there is said to be new)
+        local = cli("studies", "list")
+        assert local.returncode == 0, local.stderr
+        assert "localbo: read database sqlite:///./localbo.db (no file was there" in local.stderr
+    finally:
+        server.stop()
+    unreachable = cli("studies", "list", "--url", "http://127.0.0.1:9")
+    assert_one_line_error(unreachable, "server http://127.0.0.1:9")
+
+
+def test_version_and_the_demo_port() -> None:
+    done = localbo("--version")
+    assert done.returncode == 0 and done.stdout.startswith("localbo 0."), done
+    help_text = localbo("demo", "--help").stdout
+    assert "LOCALBO_PORT" in help_text

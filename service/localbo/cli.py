@@ -23,6 +23,37 @@ app.add_typer(db_app, name="db")
 app.add_typer(studies_app, name="studies")
 
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: LOCALBO_DATABASE_URL)")]
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="LOCALBO_URL",
+        help="Read a running server over REST instead of a database (e.g. http://127.0.0.1:8000); --db wins",
+    ),
+]
+TokenOption = Annotated[
+    str | None, typer.Option("--token", envvar="LOCALBO_TOKEN", help="Bearer token for --url", show_default=False)
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"localbo {version('localbo')}")
+        except PackageNotFoundError:  # a source tree on the path, not installed
+            typer.echo("localbo (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit")
+    ] = False,
+) -> None:
+    """localbo: ask/tell optimization service with local BO policies."""
 
 
 def _settings(db: str | None = None, **overrides: Any) -> Settings:
@@ -97,7 +128,9 @@ def serve(
 
 @app.command()
 def demo(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 8000,
+    port: Annotated[
+        int | None, typer.Option(help="Port on 127.0.0.1 (default LOCALBO_PORT, else 8000 or a free one)")
+    ] = None,
     db: Annotated[str, typer.Option("--db", help="Database URL")] = "sqlite:///./localbo-demo.db",
     policy: Annotated[str, typer.Option(help="The study's policy")] = "minucb",
     trials: Annotated[int, typer.Option(min=1, help="Measurements the simulated lab makes")] = 300,
@@ -111,12 +144,27 @@ def demo(
     from localbo.demo import start_lab
     from localbo.logs import dict_config
 
+    if port is None and "LOCALBO_PORT" not in os.environ and not _port_free(8000):
+        port = _free_port()
+        typer.echo(f"localbo demo: 127.0.0.1:8000 is taken, serving on port {port} instead", err=True)
     settings = _settings(db, host="127.0.0.1", port=port)
+    port = settings.port
     prepare_database(settings)
     os.environ.update(LOCALBO_DATABASE_URL=settings.database_url, LOCALBO_HOST="127.0.0.1", LOCALBO_PORT=str(port))
     start_lab(f"http://127.0.0.1:{port}", f"demo-{policy}", policy, trials, delay)
     config = dict_config(settings.log_format, settings.access_log)
     uvicorn.run("localbo.api:create_app", factory=True, host="127.0.0.1", port=port, log_config=config)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -192,14 +240,86 @@ def _studies(db: str | None):  # noqa: ANN202
     from localbo.bootstrap import prepare_database, read_only
 
     settings = _settings(db)
+    _said["source"] = _database_source(settings.database_url)
     prepare_database(settings)
     return read_only(settings)
 
 
+_said: dict[str, str] = {}
+
+
+def _database_source(url: str) -> str:
+    """What a read verb says it read: the database (password hidden), and whether a SQLite file was new."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        if not os.path.exists(parsed.database):
+            return (
+                f"database {shown} (no file was there: an empty one was created; "
+                "--db names another, --url reads a running server)"
+            )
+    return f"database {shown}"
+
+
+def _said_what_was_read() -> None:
+    """One line on stderr after the answer: which database or server the verb read (stdout stays the answer)."""
+    if _said.get("source"):
+        typer.echo(f"localbo: read {_said['source']}", err=True)
+
+
+class _Remote:
+    """The read verbs over REST: a running server's studies, as GET /api/v1/... answers them."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=30.0)
+        _said["source"] = f"server {self.url}"
+
+    def get(self, path: str, **params: str) -> Any:
+        import httpx
+
+        from localbo.errors import LocalboError
+
+        try:
+            answer = self.http.get(path, params=params)
+        except httpx.HTTPError as exc:
+            raise LocalboError(f"server {self.url}: {exc or type(exc).__name__}") from None
+        if answer.status_code >= 400:
+            try:
+                detail = answer.json().get("detail", answer.text)
+            except ValueError:
+                detail = answer.text.strip()[:200]
+            raise LocalboError(f"server {self.url}: {answer.status_code}: {detail}")
+        return answer
+
+    def list(self) -> list[dict[str, Any]]:
+        return self.get("/api/v1/studies").json()["studies"]
+
+    def study(self, name: str) -> dict[str, Any]:
+        return self.get(f"/api/v1/studies/{name}").json()
+
+    def best(self, name: str) -> Any:
+        return self.get(f"/api/v1/studies/{name}/best").json()
+
+    def export(self, name: str, format: str) -> str:
+        return self.get(f"/api/v1/studies/{name}/export", format=format).text
+
+
+def _remote(url: str | None, db: str | None, token: str | None) -> _Remote | None:
+    """A server to read when --url (or LOCALBO_URL) is given and --db is not."""
+    return _Remote(url, token) if url and not db else None
+
+
 @studies_app.command("list")
-def studies_list(db: DbOption = None) -> None:
+def studies_list(db: DbOption = None, url: UrlOption = None, token: TokenOption = None) -> None:
     """One line per study: name, policy, trials, best value."""
-    rows = _studies(db)[1].list()
+    remote = _remote(url, db, token)
+    rows = remote.list() if remote else _studies(db)[1].list()
     typer.echo(f"{'name':30} {'direction':9} {'policy':14} {'trials':>7} {'done':>7} best")
     for s in rows:
         m = s["summary"]
@@ -207,13 +327,22 @@ def studies_list(db: DbOption = None) -> None:
             f"{s['name']:30} {s['direction']:9} {s['policy']:14} "
             f"{m['n_trials']:>7} {m['n_complete']:>7} {m['best_value']}"
         )
+    _said_what_was_read()
 
 
 @studies_app.command("show")
-def studies_show(name: str, db: DbOption = None) -> None:
+def studies_show(name: str, db: DbOption = None, url: UrlOption = None, token: TokenOption = None) -> None:
     """The study as JSON, with its best trial."""
-    studies = _studies(db)[1]
-    typer.echo(json.dumps({"study": studies.get(name), "best": studies.best(name)}, indent=2))
+    remote = _remote(url, db, token)
+    if remote:
+        study = remote.study(name)
+        best = remote.best(name) if not study.get("objectives") or len(study["objectives"]) < 2 else None
+        shown = {"study": study, "best": best}
+    else:
+        studies = _studies(db)[1]
+        shown = {"study": studies.get(name), "best": studies.best(name)}
+    typer.echo(json.dumps(shown, indent=2, default=str))
+    _said_what_was_read()
 
 
 @studies_app.command("export")
@@ -221,14 +350,18 @@ def studies_export(
     name: str,
     db: DbOption = None,
     format: Annotated[str, typer.Option(help="csv or json")] = "csv",
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
     """Print the study's trials as CSV or JSON."""
     from localbo import export
 
     if format not in export.FORMATS:
         raise typer.BadParameter("expected csv or json", param_hint="--format")
-    text = export.render(_studies(db)[0], name, format)
-    typer.echo(text, nl=format == "json")
+    remote = _remote(url, db, token)
+    text = remote.export(name, format) if remote else export.render(_studies(db)[0], name, format)
+    typer.echo(text, nl=format == "json" and not text.endswith("\n"))
+    _said_what_was_read()
 
 
 def main() -> None:
