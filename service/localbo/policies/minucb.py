@@ -46,7 +46,8 @@ from torch import Tensor
 from localbo.policies import register
 from localbo.policies.exploration import local_box
 from localbo.policies.local import LocalConfig, LocalPolicy
-from localbo.policies.local_constraints import Constraints, Posterior, into_polytope
+from localbo.policies.local_constraints import Constraints, Posterior
+from localbo.policies.polytope_steps import into_polytope
 
 CONSTRAINED = frozenset({"constraints", "parameter_constraints", "failures", "safety"})
 
