@@ -107,6 +107,8 @@ def test_lost_answers_to_ask_and_tell_are_retried_without_storing_twice(live_ser
             "candidates_remaining": None,
             "n_fallback": 0,
             "last_fallback_at": None,
+            "n_lease_expired": 0,
+            "typical_result_gap_s": None,  # from 4 results on
             "hypervolume": None,  # several objectives only
             "hypervolume_reference_point": None,
             "hypervolume_history": None,

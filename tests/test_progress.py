@@ -70,6 +70,43 @@ def test_series_holds_every_trial_as_columns(api) -> None:
     assert empty["trials"]["number"] == [] and empty["last"] == 4
 
 
+def test_series_values_keep_every_digit(api) -> None:
+    """A double survives the series exactly (SQLite's JSON writes a REAL with 15 digits: 0.1 + 0.2 came back 0.3,
+    and the largest double came back past it, as -Infinity in a browser)."""
+    name = create(api)
+    ask(api, name, 3)
+    tricky = [0.1 + 0.2, -0.6999966, -1.5e308]
+    for number, value in enumerate(tricky, start=1):
+        tell(api, name, number, value=value)
+    values = api.get(f"{API}/{name}/series").json()["trials"]["value"]
+    assert values == tricky
+
+
+def test_the_summary_says_the_cadence_and_the_leases_run_out(api) -> None:
+    from localbo.storage.repository import studies, trials
+    from sqlalchemy import select
+
+    name = create(api)
+    ask(api, name, 6)
+    for number in range(1, 6):
+        tell(api, name, number, value=float(number))
+    summary = api.get(f"{API}/{name}").json()["summary"]
+    assert summary["typical_result_gap_s"] is not None and summary["typical_result_gap_s"] >= 0
+    assert summary["n_lease_expired"] == 0
+    engine = api.app.state.service.db
+    with engine.begin() as conn:  # trial 6's lease ran out an hour ago, and no ask has swept it yet
+        conn.execute(
+            trials.update()
+            .where(
+                trials.c.number == 6,
+                trials.c.study_id == select(studies.c.id).where(studies.c.name == name).scalar_subquery(),
+            )
+            .values(lease_expires_at=datetime.now(UTC) - timedelta(hours=1))
+        )
+    summary = api.get(f"{API}/{name}").json()["summary"]
+    assert summary["n_lease_expired"] == 1 and summary["n_running"] == 1
+
+
 def test_series_refuses_bad_input_and_unknown_studies(api) -> None:
     name = create(api)
     r = api.get(f"{API}/{name}/series", params={"after": -1})

@@ -279,6 +279,14 @@ class StudySummary(BaseModel):
         "last_policy_error) or had no plan within the ask's wait",
     )
     last_fallback_at: datetime | None = Field(default=None, description="When the latest fallback point was handed out")
+    n_lease_expired: int = Field(
+        default=0, description="Running trials past their lease (the next ask marks them stale and offers them again)"
+    )
+    typical_result_gap_s: float | None = Field(
+        default=None,
+        description="The study's cadence: the mean seconds between results, first to last (null before 4 results); "
+        "a study silent for several times this has stopped",
+    )
     hypervolume: float | None = Field(
         default=None,
         description="Several objectives: the volume the Pareto front dominates up to hypervolume_reference_point "

@@ -44,6 +44,8 @@ class StudySummary(TypedDict):
     candidates_remaining: int | None
     n_fallback: int
     last_fallback_at: str | None
+    n_lease_expired: int
+    typical_result_gap_s: float | None
     # several objectives only (``fronts.py``)
     hypervolume: NotRequired[float | None]
     hypervolume_reference_point: NotRequired[dict[str, float]]
@@ -100,6 +102,14 @@ def trial_out(row: Row | Mapping[str, Any], token: str | None = None) -> TrialRe
     }
 
 
+def _mean_gap(s: Mapping[str, Any]) -> float | None:
+    """The mean time between results (first to last over the count), from 4 results on; None before."""
+    first, last, n = s.get("first_result_at"), s.get("last_completed_at"), int(s.get("results") or 0)
+    if n < 4 or first is None or last is None:
+        return None
+    return round((last - first).total_seconds() / (n - 1), 3)
+
+
 def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
     s = summary or {}
     best = s.get("min_value") if row.direction == "minimize" else s.get("max_value")
@@ -139,6 +149,8 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
             "results_per_hour": int(s.get("results_last_hour") or 0),
             "candidates_remaining": remaining,
             "n_fallback": int(s.get("fallback") or 0),
+            "n_lease_expired": int(s.get("lease_expired") or 0),
+            "typical_result_gap_s": _mean_gap(s),
             "last_fallback_at": iso(s.get("last_fallback_at")),
         },
     }

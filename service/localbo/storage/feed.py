@@ -3,6 +3,7 @@ what the change feed behind the event streams compares between polls."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -96,7 +97,12 @@ def series_columns(
 
         reasons = func.json_group_object(sub.c.number, sub.c.reason).filter(sub.c.reason.isnot(None))
     query = select(*(array(sub.c[name]).label(name) for name in SERIES_COLUMNS), reasons.label("reasons"))
-    return dict(conn.execute(query).one()._mapping)
+    out = dict(conn.execute(query).one()._mapping)
+    if conn.dialect.name != "postgresql":  # SQLite's JSON writes a REAL with 15 digits (0.1 + 0.2 as 0.3, the
+        # largest double past itself): the values, one column of floats, go through Python's exact repr instead
+        values = conn.execute(select(sub.c.value).order_by(sub.c.number)).scalars().all()
+        out["value"] = json.dumps(values)
+    return out
 
 
 def trial_states(

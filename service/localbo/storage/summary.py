@@ -25,12 +25,15 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
     """Per study with trials: counts per state, the lowest and highest value, the latest creation and result
     times, ``results_last_hour`` (trials completed or failed in the hour before ``now``), ``fallback`` and
     ``last_fallback_at`` (trials handed out as fallback points: the policy failed or was late),
-    ``asked_candidates`` (distinct candidates a trial holds, stale ones aside; 0 off finite spaces) and,
+    ``asked_candidates`` (distinct candidates a trial holds, stale ones aside; 0 off finite spaces),
+    ``first_result_at`` and ``results`` (the cadence of results), ``lease_expired`` (running trials past their
+    lease that no ask has swept yet) and,
     once one is complete, ``since_best`` (``since_best_query``).
 
     Two statements whatever the number of studies (the studies list shows them all), no trial row reaches
     Python."""
-    hour_ago = (now or utcnow()) - timedelta(hours=1)
+    now = now or utcnow()
+    hour_ago = now - timedelta(hours=1)
     query = select(
         trials.c.study_id,
         func.count().label("n"),
@@ -44,6 +47,11 @@ def summaries(conn: Connection, study_ids: Iterable[int] | None = None, now: dat
         func.sum(case((trials.c.feasible.is_(False), 1), else_=0)).label("infeasible"),
         func.max(trials.c.created_at).label("last_created_at"),
         func.max(trials.c.completed_at).label("last_completed_at"),
+        func.min(case((trials.c.state.in_(RESULT_STATES), trials.c.completed_at))).label("first_result_at"),
+        func.sum(case((trials.c.state.in_(RESULT_STATES), 1), else_=0)).label("results"),
+        func.sum(case(((trials.c.state == "running") & (trials.c.lease_expires_at < now), 1), else_=0)).label(
+            "lease_expired"
+        ),
         func.sum(case((trials.c.state.in_(RESULT_STATES) & (trials.c.completed_at >= hour_ago), 1), else_=0)).label(
             "results_last_hour"
         ),
