@@ -26,6 +26,7 @@ import * as pathPanel from "../panels/path.js";
 import * as policyPanel from "../panels/policy.js";
 import * as openPanel from "../panels/open.js";
 import * as tablePanel from "../panels/table.js";
+import * as metadataPanel from "../panels/metadata.js";
 // -- analysis panels (owned by the analytics work: slices, surface, importance, parallel) ----------
 import * as importancePanel from "../panels/importance.js";
 import * as surfacePanel from "../panels/surface.js";
@@ -141,7 +142,8 @@ function skeleton(name) {
   </div>
   <!-- end of the analysis panels -->
   <section class="panel" id="open-panel" aria-labelledby="open-title"></section>
-  <section class="panel" id="table-panel" aria-labelledby="table-title"></section>`;
+  <section class="panel" id="table-panel" aria-labelledby="table-title"></section>
+  <section class="panel" id="metadata-panel" aria-labelledby="metadata-title"></section>`;
 }
 
 // [element id, panel module]: the order they render in
@@ -165,6 +167,7 @@ const PANELS = [
   // -----------------------------------------------------------------------------------------------
   ["open-panel", openPanel],
   ["table-panel", tablePanel],
+  ["metadata-panel", metadataPanel],
 ];
 
 // Candidate ids of a finite study's trials, when the series does not carry them: read from /trials

@@ -10,6 +10,7 @@ import { dateTime, exact, fmt, meets, opText, relative, toMs } from "../format.j
 import { ready, setLive } from "../shell.js";
 import { directionWord, several } from "../objectives.js";
 import { sourceBadge } from "../source.js";
+import { attrsTable } from "../attrs.js";
 
 // a number in full precision, selected whole by one click or tap (then copied: Ctrl+C, or the menu)
 const precise = (v) => html`<span class="exact" title="full precision; a click selects it to copy">${exact(v)}</span>`;
@@ -119,7 +120,11 @@ export const trialView = {
           ${t.values ? "" : html`<p class="dim" data-testid="metrics-none">${t.state === "failed" ? "A failed trial carries no metrics." : "No metrics told yet."}</p>`}
         </section>`
             : ""
-        }`,
+        }
+        <section class="panel" aria-labelledby="trial-attrs-title"><h2 id="trial-attrs-title">Attributes</h2>
+          <p class="dim">Everything the API holds for this trial (GET …/trials/${t.number}), as it sent it.</p>
+          <div class="scroll">${attrsTable(t, { testid: "trial-attrs" })}</div>
+        </section>`,
       );
     };
     // the study names the metrics, the objective's direction and the constraints' bounds; a trial page
