@@ -46,7 +46,10 @@ In safe mode (``request.max_violation_probability`` = delta) nothing is asked th
               region that collapses restarts at the initial length around the best feasible point, its models
               keeping all the study's data (the safe set is what they know)
     safe set: the candidates with P(safe) = prod_j Phi(-mu_j(x) / sigma_j(x)) >= 1 - delta over the constraint GPs
-              (and the failure model's z), independent per constraint: each GP's posterior, not a sample
+              (and the failure model's z), independent per constraint: each GP's posterior, not a sample; and
+              within SAFE_REACH lengthscales (each constraint GP's own) of a point observed feasible, as SafeOpt
+              grows its safe set from the seeds: far from the data a GP reverts to its fitted constant, which is
+              the seeds' comfortable value, and would call the whole cube safe
     batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again (a point
               observed feasible). ``display`` shows the safe set's share of the candidates.
 
@@ -86,7 +89,14 @@ from localbo.policies.base import (
 from localbo.policies.gp import Hypers, StoredHypers, fit_model, to_state
 from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
-from localbo.policies.violation import active_constraint, best_index, bilog, safe_probability, total_violation
+from localbo.policies.violation import (
+    active_constraint,
+    best_index,
+    bilog,
+    safe_probability,
+    total_violation,
+    within_reach,
+)
 
 SUCCESS_MARGIN = 1e-3  # relative improvement that counts as a success (the paper's)
 
@@ -321,7 +331,10 @@ class Turbo(Policy[TurboConfig, TurboState]):
             state = state.model_copy(update={"failure_hypers": to_state(failure)})
         lengthscale = model.covar_module.lengthscale.detach().reshape(-1).to(X)  # the model may live on a GPU
         lower, upper = trust_region(X[i], lengthscale, region.length)
-        points, safe_share = self._thompson(model, constraints, X[i], lower, upper, q, config, request, failure_model)
+        anchors = X[v <= 0] if safe else None  # safe mode: the points observed feasible, where the safe set grows
+        points, safe_share = self._thompson(
+            model, constraints, X[i], lower, upper, q, config, request, failure_model, anchors
+        )
         if safe_share is not None:
             state = state.model_copy(update={"safe_share": safe_share})
         region = region.model_copy(
@@ -359,6 +372,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         config: TurboConfig,
         request: SuggestRequest[TurboConfig, TurboState],
         failure: SingleTaskGP | None = None,
+        anchors: Tensor | None = None,
     ) -> tuple[Tensor, float | None]:
         """q points: each the argmin of one posterior sample path over the candidates in the box, among those
         feasible in the constraints' sample paths drawn with it (else the least violating in that sample); with a
@@ -380,6 +394,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
         safe_share = None
         if request.max_violation_probability is not None:
             safe = safe_probability(constraints, on_model) >= 1.0 - request.max_violation_probability
+            if anchors is not None and anchors.shape[0]:
+                safe &= within_reach(constraints, on_model, anchors.to(on_model))
             safe_share = float(safe.double().mean())
             if not bool(safe.any()):
                 return centre.expand(q, d).clone(), safe_share

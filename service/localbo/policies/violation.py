@@ -8,6 +8,7 @@ and the local policies' constraint models.
     transform         bilog(c) = sign(c) log(1 + |c|)           (the constraint GPs' target: sign kept, spread tamed)
     active            the constraint nearest to (or furthest past) its bound at a row, in units of its spread
     safe probability  prod_j Phi(-mu_j / sigma_j) over the constraint GPs' posteriors (safe mode)
+    within reach      within SAFE_REACH lengthscales of a point observed feasible (safe mode: where the models know)
 """
 
 from __future__ import annotations
@@ -56,3 +57,17 @@ def safe_probability(constraints: list[SingleTaskGP], X: Tensor) -> Tensor:
             mu, sigma = post.mean.reshape(-1).cpu(), post.variance.reshape(-1).clamp_min(1e-18).sqrt().cpu()
             p = p * normal.cdf(-mu / sigma)
     return p
+
+
+SAFE_REACH = 0.5  # safe mode: how far from a point observed feasible a candidate may be, in lengthscales
+
+
+def within_reach(constraints: list[SingleTaskGP], X: Tensor, anchors: Tensor) -> Tensor:
+    """n (bool): the rows of X (n x d) within ``SAFE_REACH`` of an anchor (a x d) in every constraint GP's own
+    lengthscales (the scaled Euclidean distance): where its models have seen something, not their prior."""
+    near = torch.ones(X.shape[0], dtype=torch.bool)
+    for m in constraints:
+        scale = m.covar_module.lengthscale.detach().reshape(-1).to(X)
+        gap = torch.cdist(X / scale, anchors / scale).amin(-1)
+        near &= (gap <= SAFE_REACH).cpu()
+    return near
