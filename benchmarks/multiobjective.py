@@ -23,6 +23,7 @@ failed); the Pareto front's size; wall and CPU seconds. The table: mean ± stand
     nice -n 10 .venv/bin/python benchmarks/multiobjective.py --jobs 2 --threads 1     # the full run
     .venv/bin/python benchmarks/multiobjective.py --evals-for ax=50 --seeds-for ax=1 --seeds-for-problem dtlz2_30=1
     .venv/bin/python benchmarks/multiobjective.py --resume       # keep the runs in multiobjective.json, run the rest
+    .venv/bin/python benchmarks/multiobjective.py --resume --only ax@branincurrin,morbo   # of the rest, only these
     .venv/bin/python benchmarks/multiobjective.py --report-only  # rewrite multiobjective.md from the JSON
 
 It writes ``benchmarks/results/multiobjective.json`` (every run's summary and the run's settings) and
@@ -239,8 +240,8 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         + f"; {meta['jobs']} run(s) side by side, {meta['threads']} torch thread(s) each, niced.",
     ]
     if meta.get("not_run"):
-        lines += ["", f"**Stopped early** (`--deadline-min {meta['deadline_min']}`): {len(meta['not_run'])} "
-                  f"planned run(s) not started: {', '.join(meta['not_run'][:40])}"
+        lines += ["", f"**Cut** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
+                  f"{len(meta['not_run'])} planned run(s) not run: {', '.join(meta['not_run'][:40])}"
                   + (" ..." if len(meta["not_run"]) > 40 else "") + "."]  # fmt: skip
     if meta.get("methods_not_run"):
         lines += ["", *[f"- `{m}` not run: {why}" for m, why in meta["methods_not_run"].items()]]
@@ -348,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
     parser.add_argument("--deadline-min", type=float, help="start no run after this many minutes; table what ran")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the JSON, run the rest")
+    parser.add_argument("--only", metavar="METHOD@PROBLEM,...",
+                        help="of the planned runs, run only these now (METHOD, @PROBLEM or METHOD@PROBLEM), "
+                        "seed by seed, in this order; with --resume the plan's runs in the JSON stay")  # fmt: skip
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
     parser.add_argument("--out", type=Path, default=None, help=f"where to write (default {RESULTS})")
@@ -404,13 +408,27 @@ def main(argv: list[str] | None = None) -> int:
         done = {(r["problem"], r["method"], r["seed"], r["evals"]) for r in state["runs"]}
         keys = [k for k in keys if k not in done]
         say(f"resume: {len(done)} run(s) kept from {json_path}, {len(keys)} to go")
+    if args.only:
+        wanted = [item.strip().partition("@") for item in args.only.split(",") if item.strip()]
+
+        def rank(key: Key) -> int | None:
+            for i, (m, _, p) in enumerate(wanted):
+                if (not m or m == key[1]) and (not p or p == key[0]):
+                    return i
+            return None
+
+        later = [k for k in keys if rank(k) is None]
+        keys = sorted((k for k in keys if rank(k) is not None), key=lambda k: (k[2], rank(k) or 0))  # seed by seed
+        say(f"--only: {len(keys)} of the {len(keys) + len(later)} run(s) still to go")
+    else:
+        later = []
     meta = run_meta(__file__, args.smoke)
     meta.update({
         "command": "benchmarks/multiobjective.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,
         "evals_for": evals_for, "seeds_for": seeds_for, "seeds_for_problem": seeds_for_problem,
         "evals_for_pair": evals_for_pair, "methods_not_run": skipped, "jobs": args.jobs, "threads": args.threads,
-        "deadline_min": args.deadline_min, "not_run": [],
+        "deadline_min": args.deadline_min, "only": args.only, "not_run": [],
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
@@ -438,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     meta["wall_s"] = time.monotonic() - t0
-    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in left]
+    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in [*left, *later]]
     write(out, state)
     print((out / f"{NAME}.md").read_text())
     say(f"done in {meta['wall_s']:.0f} s; wrote {out / (NAME + '.md')} and {json_path.name}")

@@ -347,6 +347,7 @@ def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> 
     names = [f"x{i}" for i in range(problem.dim)]
     lo, hi = problem.lower.tolist(), problem.upper.tolist()
     client = Client(random_seed=seed)
+    hush()  # the client's storage logs at INFO as it starts
     client.configure_experiment(
         parameters=[RangeParameterConfig(name=n, bounds=(lo[i], hi[i]), parameter_type="float")
                     for i, n in enumerate(names)],
