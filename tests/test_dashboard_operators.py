@@ -73,3 +73,64 @@ def test_long_metadata_is_cut_and_fits_a_phone(server: ServerProcess, phone: Any
     assert "more characters" in table.locator("[data-key='notes']").inner_text()
     scroll, width = no_page_overflow(phone)
     assert scroll <= width
+
+
+# -- 10. the dark theme --------------------------------------------------------------------------------
+
+# every chart colour's contrast on the panel's colour, as drawn (blended onto it)
+DARK_CONTRAST = """async () => {
+  const { COLORS } = await import('./static/charts.js');
+  const { valueColour, valueColourSmooth } = await import('./static/panels/scales.js');
+  const panel = getComputedStyle(document.documentElement).getPropertyValue('--panel').trim();
+  const rgb = (c) => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.fillStyle = panel; ctx.fillRect(0, 0, 1, 1); ctx.fillStyle = c; ctx.fillRect(0, 0, 1, 1);
+    return [...ctx.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+  };
+  const linear = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+  const lum = (c) => c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const ratio = (c) => { const [a, b] = [lum(rgb(c)), lum(rgb(panel))]; return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+  const out = { panelLum: lum(rgb(panel)), axis: COLORS.axis };
+  for (const k of ['point', 'best', 'running', 'failed', 'infeasible', 'stale', 'axis', 'text']) out[k] = ratio(COLORS[k]);
+  COLORS.lines.forEach((c, k) => (out[`line ${k}`] = ratio(c)));
+  for (let k = 0; k <= 10; k++) out[`value ${k / 10}`] = ratio(valueColour(k / 10));
+  for (let k = 0; k <= 10; k++) out[`shade ${k / 10}`] = ratio(valueColourSmooth(k / 10));
+  return out;
+}"""
+
+BACKGROUND_LUMINANCE = """() => {
+  const c = getComputedStyle(document.body).backgroundColor.match(/[0-9.]+/g).slice(0, 3).map(Number);
+  const linear = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+  return c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+}"""
+
+
+def busy_study(api: Api, name: str) -> int:
+    """A study with complete, failed, running and stale-looking trials of two clients; the failed trial's number."""
+    api.create(name, metadata={"lab": "B", "nested": {"a": [1, 2]}})
+    for k in range(5):
+        api.tell(name, api.ask(name, client_id="rig-A" if k % 2 else "rig-B")["number"], float(k) - 2.5)
+    failed = api.ask(name, client_id="rig-A")["number"]
+    api.fail(name, failed, "thermocouple <broke>")
+    api.ask(name, client_id="rig-B")
+    return failed
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_the_dark_scheme_is_dark_axe_clean_and_its_chart_colours_read(
+    server: ServerProcess, browser: Any, width: int
+) -> None:
+    api, name = Api(server.url), unique("dark")
+    failed = busy_study(api, name)
+    with checked_page(browser, width=width, height=900) as page:
+        page.emulate_media(color_scheme="dark")
+        for fragment, view in (("", "list"), (f"#/study/{name}", "study"), (f"#/study/{name}/trial/{failed}", "trial")):
+            open_page(page, server.url, fragment, view=view)
+            assert page.evaluate(BACKGROUND_LUMINANCE) < 0.02, view  # a dark page, not a light one
+            assert axe_violations(page) == [], (view, width)
+            scroll, inner = no_page_overflow(page)
+            assert scroll <= inner, (view, scroll, inner)
+        ratios = page.evaluate(DARK_CONTRAST)
+        assert ratios.pop("panelLum") < 0.02 and ratios.pop("axis") != "#555555"  # the charts read the dark set
+        low = {k: round(v, 2) for k, v in ratios.items() if v < 3}
+        assert not low, low

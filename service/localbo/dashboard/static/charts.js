@@ -2,20 +2,12 @@
 // each chart draws tens of thousands of marks in a few milliseconds by batching them into a few paths.
 
 // Okabe-Ito hues (distinguishable with the common colour-vision deficiencies), darkened where needed so
-// every mark has a contrast of at least 3:1 on white (WCAG 1.4.11): Okabe-Ito's orange is 2.25:1, its
-// yellow 1.32:1, viridis' yellow 1.26:1 (the value scale is panels/scales.js'). Ratios: tests/test_dashboard_v2.py
-// checks them.
-export const COLORS = {
-  point: "rgba(0, 114, 178, 0.8)",
-  best: "#000000",
-  running: "#A65F00",
-  failed: "#C03A00",
-  infeasible: "#AA3377", // hollow marks: a value that broke an outcome constraint
-  stale: "#666666", // open trials whose lease ran out
-  grid: "#e3e3e3",
-  axis: "#555555",
-  lines: ["#0072B2", "#A65F00", "#117733", "#AA3377", "#C03A00", "#332288", "#000000", "#666600"],
-};
+// every mark has a contrast of at least 3:1 on white (WCAG 1.4.11), lightened on the dark scheme's panels:
+// Okabe-Ito's orange is 2.25:1 on white, its yellow 1.32:1. The colours live in style.css (--chart-*) and
+// theme.js reads them; tests/test_dashboard_v2.py and tests/test_dashboard_operators.py check the ratios.
+import { COLORS, syncTheme } from "./theme.js";
+
+export { COLORS };
 
 // the sources of the points the policy did not make (vocabulary.py's FALLBACK_SOURCES)
 export const FALLBACKS = new Set(["fallback", "fallback-safe"]);
@@ -30,6 +22,7 @@ export const fmt = (v) => {
 // A canvas sized to its box at the device's pixel ratio (the fallback size while it has none); returns the
 // 2-D context in CSS pixels.
 export function prepare(canvas, fallbackW = 600, fallbackH = 260) {
+  syncTheme();
   const ratio = window.devicePixelRatio || 1;
   const w = canvas.clientWidth || fallbackW;
   const h = canvas.clientHeight || fallbackH;
@@ -201,8 +194,8 @@ export function drawHistory(canvas, data, { direction = "minimize", log = false,
   for (const pass of highlight ? ["pale", "chosen"] : ["all"]) {
     const grow = pass === "chosen" ? 2 : 0;
     const side = size + grow;
-    ctx.fillStyle = pass === "pale" ? "rgba(0, 0, 0, 0.12)" : COLORS.point;
-    ctx.strokeStyle = pass === "pale" ? "rgba(0, 0, 0, 0.2)" : COLORS.infeasible;
+    ctx.fillStyle = pass === "pale" ? COLORS.pale : COLORS.point;
+    ctx.strokeStyle = pass === "pale" ? COLORS.pale : COLORS.infeasible;
     const lw = size > 2 ? 1.5 : 1;
     ctx.lineWidth = lw;
     const hollow = new Path2D();

@@ -58,7 +58,7 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
   ctx.textBaseline = "top";
   for (const t of xTicks) ctx.fillText(fmt(t), sx(t), box.b + 5);
   // each axis: its metric, its direction, and which way is better
-  ctx.fillStyle = "#222222";
+  ctx.fillStyle = COLORS.text;
   ctx.fillText(fit(ctx, `${labels[0]}, better ${minimise[0] ? "←" : "→"}`, box.r - box.l), (box.l + box.r) / 2, box.b + 22);
   ctx.save();
   ctx.translate(13, (box.t + box.b) / 2);
@@ -119,8 +119,8 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
   }
   // the front's trials, in full colour with a white rim
   const big = size + 3;
-  ctx.fillStyle = "#0072B2";
-  ctx.strokeStyle = "#ffffff";
+  ctx.fillStyle = COLORS.lines[0];
+  ctx.strokeStyle = COLORS.halo;
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (const p of front) ctx.rect(sx(p.x) - big / 2, sy(p.y) - big / 2, big, big);
@@ -146,7 +146,7 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
   // the brushed rectangle
   if (rect) {
     const [x0, x1, y0, y1] = [sx(rect.x[0]), sx(rect.x[1]), sy(rect.y[1]), sy(rect.y[0])];
-    ctx.fillStyle = "rgba(0, 0, 0, 0.06)";
+    ctx.fillStyle = COLORS.pale;
     ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
     ctx.strokeStyle = COLORS.best;
     ctx.lineWidth = 1;

@@ -60,7 +60,7 @@ export function drawConstraint(canvas, data, c) {
   ctx.font = "600 12px system-ui, sans-serif";
   ctx.textAlign = "right";
   ctx.textBaseline = c.op === ">=" ? "bottom" : "top";
-  ctx.strokeStyle = "rgba(255, 255, 255, 0.85)"; // a halo over the points and the grid
+  ctx.strokeStyle = COLORS.halo; // a halo over the points and the grid
   ctx.lineWidth = 3;
   ctx.strokeText(label, box.r - 4, yb + (c.op === ">=" ? -3 : 3));
   ctx.fillStyle = COLORS.best;

@@ -9,8 +9,8 @@ import { fmt } from "../charts.js";
 import { html, render } from "../html.js";
 
 const SERIES = [
-  { key: "gp", method: "gp_method", name: "GP (model-based)", headline: "the estimate", colour: "#0072B2", height: ".8rem" },
-  { key: "forest", method: "forest_method", name: "random forest (model-free)", headline: "a rough check", colour: "#A63A00", height: ".45rem" },
+  { key: "gp", method: "gp_method", name: "GP (model-based)", headline: "the estimate", colour: "var(--imp-gp, #0072B2)", height: ".8rem" },
+  { key: "forest", method: "forest_method", name: "random forest (model-free)", headline: "a rough check", colour: "var(--imp-check, #A63A00)", height: ".45rem" },
 ];
 export const DISAGREE = 0.1; // a share: where the check and the GP differ by this much, the panel says so
 

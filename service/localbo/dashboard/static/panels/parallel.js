@@ -189,7 +189,7 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
   const drawnRest = thin(rest, Math.floor(limit / 2));
 
   if (band) {
-    ctx.fillStyle = "rgba(0, 0, 0, 0.10)";
+    ctx.fillStyle = COLORS.pale;
     for (let k = 0; k < shown; k++) {
       const [a, b] = [band.lower?.[k], band.upper?.[k]];
       if (Number.isFinite(a) && Number.isFinite(b)) {
@@ -276,7 +276,7 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
       const right = !isValue && tight && j % 2 === 1;
       ctx.textAlign = right ? "left" : "right";
       const text = fitLabel(ctx, t.label, right ? Math.min(labelRoom, spacing - labelRoom - 10) : labelRoom);
-      ctx.strokeStyle = "rgba(255, 255, 255, 0.85)"; // a halo: labels stay readable over the lines
+      ctx.strokeStyle = COLORS.halo; // a halo: labels stay readable over the lines
       ctx.lineWidth = 3;
       ctx.strokeText(text, right ? x + 5 : x - 6, sy(t.pos));
       ctx.fillText(text, right ? x + 5 : x - 6, sy(t.pos));
@@ -296,9 +296,9 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
     if (b) {
       const [pa, pb] = isValue ? [vaxis.pos(b.lo), vaxis.pos(b.hi)] : [b.lo, b.hi];
       const [ya, yb] = [sy(Math.max(pa, pb)), sy(Math.min(pa, pb))];
-      ctx.fillStyle = "rgba(0, 0, 0, 0.14)";
+      ctx.fillStyle = COLORS.pale;
       ctx.fillRect(x - 9, ya, 18, Math.max(2, yb - ya));
-      ctx.strokeStyle = "#000000";
+      ctx.strokeStyle = COLORS.best;
       ctx.lineWidth = 1.5;
       ctx.strokeRect(x - 9, ya, 18, Math.max(2, yb - ya));
     }
@@ -320,7 +320,7 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="parallel-title">Parameters of the completed trials<span class="dim" id="parallel-note" data-testid="parallel-note"></span></h2>
-      <span class="dim">coloured by value (darkest best); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span>${
+      <span class="dim">coloured by value (by the colour scale: best to worst); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span>${
         study.constrained ? html`<span data-testid="parallel-infeasible">; infeasible trials dashed grey</span>` : ""
       }</span></div>
     <p class="brush-line" data-testid="brush" hidden><span data-testid="brush-summary"></span> <button type="button" data-testid="brush-clear">clear the selection</button></p>

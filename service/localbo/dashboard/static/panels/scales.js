@@ -2,12 +2,15 @@
 // scale that stays readable on white, canvas set-up, and the trials a chart draws when there are many.
 
 import { fmt, lerp, niceTicks, padRange, prepare, unit } from "../charts.js";
+import { INK, VALUE_SCALE, dark } from "../theme.js";
 
 export { lerp, niceTicks, padRange, prepare, unit }; // the panels import their canvas helpers from here
 
 // Plasma from its dark end up to 0.6 of its range: its light yellow end is cut, so every colour has a
 // contrast of at least 3.3:1 on white (WCAG's 3:1 for graphics). Index 0 is the best value.
-const PLASMA = ["#0d0887", "#41049d", "#6a00a8", "#8f0da4", "#b12a90", "#cc4778", "#e16462"];
+// The stops come from style.css' --value-scale (theme.js): on the dark scheme plasma's light end instead,
+// the best value lightest.
+const PLASMA = VALUE_SCALE;
 
 // t in [0, 1]: 0 the best value, 1 the worst
 export function valueColour(t) {
@@ -27,7 +30,7 @@ export function valueColourSmooth(t) {
   return `#${mix.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
 }
 
-export const INK = { text: "#222222", axis: "#555555", grid: "#e6e6e6", failed: "#C03A00", centre: "#000000", point: "#0072B2" };
+export { INK }; // the analysis panels' ink (theme.js: from style.css)
 
 // a tick's label: short ("1e-4", "0.001", "2.5", "1e+5"), never a string of zeros
 export function tickLabel(t) {
@@ -41,7 +44,8 @@ export function tickLabel(t) {
 // (cells drawn with alpha show seams where they meet).
 export function tint(hex, white) {
   const c = [1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16));
-  return `rgb(${c.map((v) => Math.round(v + (255 - v) * white)).join(",")})`;
+  const base = dark() ? [28, 31, 36] : [255, 255, 255]; // towards the panel's colour (style.css --panel)
+  return `rgb(${c.map((v, k) => Math.round(v + (base[k] - v) * white)).join(",")})`;
 }
 
 // Ticks of a log axis over [lo, hi] (lo > 0): decades, with 2 and 5 between them when the range is short.

@@ -208,7 +208,7 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
       const k = Math.min(Math.floor(f), arr.length - 2);
       return arr[k] + (f - k) * (arr[k + 1] - arr[k]);
     };
-    ctx.strokeStyle = "#333333";
+    ctx.strokeStyle = INK.text;
     ctx.lineWidth = 1;
     ctx.beginPath();
     for (const level of levels) {
@@ -348,7 +348,7 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="surface-title">Two parameters at a time</h2>
-      <span class="dim">trials coloured by value (darkest best), failed ones as ×${
+      <span class="dim">trials coloured by value (by the colour scale: best to worst), failed ones as ×${
         study.constrained ? html`<span data-testid="surface-infeasible">, infeasible ones as grey rings</span>` : ""
       } ; behind them, where the policy has a GP, its posterior mean (shading and contour lines, same colours)</span></div>
     <div data-testid="surface-panel"></div>`,
