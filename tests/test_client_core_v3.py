@@ -336,3 +336,31 @@ def test_each_trial_record_of_a_real_server_carries_the_token_the_client_sends_b
         assert {t.token for t in study.trials()} == {trial.token}
         assert [body.get("token") for _, body in transport.told] == [trial.token] * 3
         assert [t.state for t in study.trials()] == ["complete"] * 3
+
+
+def test_load_if_exists_with_another_definition_names_what_differs(sqlite_server: Any) -> None:
+    """Issue 28, item 10: asked for minucb on one parameter, a study of that name on sobol and two is an error that
+    says so, not the old study returned in silence; the same definition again loads it."""
+    name = unique("defined")
+    with Client(sqlite_server.url) as client:
+        space = {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}}
+        client.create_study(name, space, policy="sobol")
+        same = client.create_study(name, {**space, "x": {"type": "float", "low": 0.0, "high": 1.0, "log": False}},
+                                   policy="sobol", load_if_exists=True)  # fmt: skip
+        assert same.name == name
+        with pytest.raises(Conflict) as caught:
+            client.create_study(name, {"x": space["x"]}, policy="minucb", load_if_exists=True)
+        assert "space" in str(caught.value) and "policy 'sobol' (asked 'minucb')" in str(caught.value)
+
+
+def test_a_wrong_url_says_so_at_once_and_the_error_names_it(caplog: Any) -> None:
+    """Issue 28, item 9: a refused connection at the first call is logged at once with the URL and the retry budget;
+    the final error names the URL."""
+    import logging
+
+    url = "http://127.0.0.1:9"  # discard: nothing listens
+    with Client(url, retry_for=1.0, backoff=0.1) as client, caplog.at_level(logging.WARNING, "localbo_client"):
+        with pytest.raises(httpx.ConnectError, match="127.0.0.1:9/api/v1/studies"):
+            client.create_study(unique("nowhere"), {"x": {"type": "float", "low": 0, "high": 1}})
+    warned = [r.getMessage() for r in caplog.records if "cannot be reached" in r.getMessage()]
+    assert len(warned) == 1 and url in warned[0] and "retrying for up to 1 s" in warned[0]

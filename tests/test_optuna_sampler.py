@@ -225,7 +225,7 @@ def test_constraints_func_with_its_count_given_uses_the_policy_from_the_first_tr
 
 
 def test_constraints_func_needs_a_policy_that_serves_constraints(server: ServerProcess) -> None:
-    sampler = LocalBOSampler(server.url, "minucb", space=PLANE, study_name=unique("minucb"),
+    sampler = LocalBOSampler(server.url, "sobol", space=PLANE, study_name=unique("sobol"),
                              constraints_func=over_the_line, n_constraints=1)  # fmt: skip
     study = optuna.create_study(sampler=sampler)
     with pytest.raises(ValueError, match=r"constraints_func needs a policy that serves outcome constraints \(turbo"):

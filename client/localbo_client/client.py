@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from localbo_client.errors import LocalboError, error_for
+from localbo_client.errors import Conflict, LocalboError, error_for
 from localbo_client.outcomes import (
     Failures,
     Objective,
@@ -24,6 +24,7 @@ from localbo_client.outcomes import (
     Safety,
 )
 from localbo_client.retrying import MAYBE_SENT, NOT_SENT, RetryPolicy, hinted_wait
+from localbo_client.spaces import canonical_space
 from localbo_client.study import POLICY_WAIT_SECONDS, Study
 from localbo_client.trial import Trial
 
@@ -59,6 +60,9 @@ class Client:
         )
         self.retry = RetryPolicy(retry_for=retry_for, backoff=backoff, retries=retries)
         self.timeout = timeout
+        self.url = url.rstrip("/")
+        self._reached = False  # the server has answered once: later refusals are a restart, not a wrong URL
+        self._warned = False
 
     def __enter__(self) -> Client:
         return self
@@ -92,10 +96,13 @@ class Client:
                 limit = httpx.Timeout(timeout, connect=10.0) if timeout is not None else httpx.USE_CLIENT_DEFAULT
                 response = self._http.request(method, path, json=json, params=params, headers=headers, timeout=limit)
             except (*NOT_SENT, *MAYBE_SENT) as exc:
+                if isinstance(exc, httpx.ConnectError) and not self._reached:
+                    self._say_unreachable(exc)
                 if not (isinstance(exc, NOT_SENT) or harmless) or not attempts.pause():
-                    raise
+                    raise type(exc)(f"{self.url}{path}: {exc}", request=exc.request) from exc
                 log.info("%s %s: %s; retrying", method, path, type(exc).__name__)
                 continue
+            self._reached = True
             again, hinted = hinted_wait(response, harmless)
             if again and attempts.pause(hinted):
                 log.info("%s %s: %s; retrying", method, path, response.status_code)
@@ -107,6 +114,15 @@ class Client:
             if response.headers.get("content-type", "").startswith("application/json"):
                 return response.json()
             return response.text
+
+    def _say_unreachable(self, exc: Exception) -> None:
+        """Once, at the first refused connection before the server ever answered: a wrong URL should not look
+        like a hang (the call goes on retrying, as a restarting server needs)."""
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "localbo at %s cannot be reached (%s); retrying for up to %.0f s", self.url, exc, self.retry.retry_for
+            )
 
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/healthz")
@@ -191,7 +207,12 @@ class Client:
             data = self.request("POST", "/api/v1/studies", json=body)
         except LocalboError as exc:
             if exc.status == 409 and load_if_exists:
-                return self.get_study(name)
+                existing = self.get_study(name)
+                differs = _differences(existing.info, body)
+                if differs:
+                    why = f"name: study {name!r} exists with another definition: {'; '.join(differs)}"
+                    raise Conflict(409, why) from None
+                return existing
             raise
         return Study(self, data)
 
@@ -211,3 +232,23 @@ def _detail(response: httpx.Response) -> str:
     except ValueError:
         return response.text or response.reason_phrase
     return detail if isinstance(detail, str) else str(detail)
+
+
+def _differences(stored: dict[str, Any], asked: dict[str, Any]) -> list[str]:
+    """What a study of that name holds that ``create_study(load_if_exists=True)`` did not ask for: the space,
+    policy, direction, the config keys given, and the outcomes given (each as "what: stored ... (asked ...)")."""
+    out = []
+    if canonical_space(stored.get("space") or {}) != canonical_space(asked["space"]):
+        out.append(f"space {stored.get('space')} (asked {asked['space']})")
+    if stored.get("policy") != asked["policy"]:
+        out.append(f"policy {stored.get('policy')!r} (asked {asked['policy']!r})")
+    if not asked.get("objectives") and stored.get("direction") != asked["direction"]:
+        out.append(f"direction {stored.get('direction')!r} (asked {asked['direction']!r})")
+    config = stored.get("policy_config") or {}
+    for key, value in (asked.get("policy_config") or {}).items():
+        if config.get(key) != value:
+            out.append(f"policy_config.{key} {config.get(key)!r} (asked {value!r})")
+    for field in ("objectives", "constraints", "parameter_constraints", "failures", "safety", "reference_point"):
+        if field in asked and stored.get(field) != asked[field]:
+            out.append(f"{field} {stored.get(field)!r} (asked {asked[field]!r})")
+    return out

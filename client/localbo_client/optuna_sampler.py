@@ -59,6 +59,7 @@ from optuna.trial import FrozenTrial, TrialState
 from localbo_client.client import POLICY_WAIT_SECONDS, Client, Study
 from localbo_client.errors import BadRequest
 from localbo_client.outcomes import Result, result_body
+from localbo_client.spaces import canonical_space
 
 NUMBER_ATTR = "localbo:number"  # the localbo trial behind an Optuna trial
 STUDY_ATTR = "localbo:study"  # the localbo study behind an Optuna study
@@ -289,13 +290,18 @@ class LocalBOSampler(BaseSampler):
                 )
             except BadRequest as exc:
                 if outcomes and exc.detail.startswith(("constraints:", "objectives:")):
-                    need = "outcome constraints" if exc.detail.startswith("constraints:") else "several objectives"
+                    need = (
+                        "constraints_func needs a policy that serves outcome constraints (turbo, the local policies, "
+                        "ei or ucb)"
+                        if exc.detail.startswith("constraints:")
+                        else "an Optuna study with several directions needs a policy that serves several objectives "
+                        "(morbo, qlognehvi, minucb, la-minucb, random or sobol)"
+                    )
                     raise ValueError(
-                        f"LocalBOSampler: this Optuna study needs a policy that serves {need}, not {policy!r}; "
-                        f"the server says: {exc.detail}"
+                        f"LocalBOSampler: {need}, not {policy!r}; the server says: {exc.detail}"
                     ) from exc
                 raise
-            if _canonical(remote.info.get("space", {})) != _canonical(space):
+            if canonical_space(remote.info.get("space", {})) != canonical_space(space):
                 raise ValueError(f"localbo study {name!r} exists with another search space: {remote.info.get('space')}")
             if _outcomes(remote.info) != _outcomes(outcomes):
                 raise ValueError(
@@ -327,15 +333,3 @@ def _outcomes(info: dict[str, Any]) -> tuple[Any, ...]:
     objectives = [o["metric"] for o in info.get("objectives") or []]
     constraints = [(c["metric"], c["op"], float(c["bound"])) for c in info.get("constraints") or []]
     return tuple(objectives), tuple(constraints)
-
-
-def _canonical(space: dict[str, Any]) -> dict[str, Any]:
-    """A space as compared across processes: defaults dropped, numbers as floats."""
-    out = {}
-    for name, spec in space.items():
-        spec = {k: v for k, v in spec.items() if not (k == "log" and v is False)}
-        for k in ("low", "high"):
-            if k in spec:
-                spec[k] = float(spec[k])
-        out[name] = spec
-    return out

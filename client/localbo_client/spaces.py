@@ -46,3 +46,18 @@ def finite_space_from_csv(
     if kernel is not None:
         space["kernel"] = kernel if isinstance(kernel, str) else [list(map(float, row)) for row in kernel]
     return space
+
+
+def canonical_space(space: dict[str, Any]) -> dict[str, Any]:
+    """A box space as compared across processes and with the server's copy: defaults dropped (``log: false``),
+    bounds as floats. A finite space (its summary on the server) is compared by kind only."""
+    if space.get("kind") == "finite":
+        return {"kind": "finite"}
+    out = {}
+    for name, spec in space.items():
+        spec = {k: v for k, v in dict(spec).items() if not (k == "log" and v is False)}
+        for k in ("low", "high"):
+            if k in spec:
+                spec[k] = float(spec[k])
+        out[name] = spec
+    return out
