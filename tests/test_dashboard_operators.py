@@ -134,3 +134,51 @@ def test_the_dark_scheme_is_dark_axe_clean_and_its_chart_colours_read(
         assert ratios.pop("panelLum") < 0.02 and ratios.pop("axis") != "#555555"  # the charts read the dark set
         low = {k: round(v, 2) for k, v in ratios.items() if v < 3}
         assert not low, low
+
+
+# -- 8. the timeline -----------------------------------------------------------------------------------
+
+
+def test_the_timeline_draws_a_lane_per_client_with_its_bars_and_marks_a_failed_one(
+    server: ServerProcess, page: Any
+) -> None:
+    api, name = Api(server.url), unique("timeline")
+    api.create(name)
+    for k in range(3):  # rig-A: 3 told
+        api.tell(name, api.ask(name, client_id="rig-A")["number"], float(k))
+    for k in range(2):  # rig-B: 2 told, 1 failed, 1 open
+        api.tell(name, api.ask(name, client_id="rig-B")["number"], float(k))
+    api.fail(name, api.ask(name, client_id="rig-B")["number"], "vacuum lost")
+    api.ask(name, client_id="rig-B")
+    api.tell(name, api.ask(name)["number"], 9.0)  # asked without a client
+
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    canvas = page.get_by_test_id("timeline")
+    page.wait_for_function("document.querySelector('#timeline')?.dataset.bars === '8'", timeout=10_000)
+    assert canvas.get_attribute("data-lanes") == "3" and canvas.get_attribute("data-failed-bars") == "1"
+    lanes = {
+        row.get_attribute("data-client"): (row.get_attribute("data-bars"), row.get_attribute("data-failed-trials"))
+        for row in page.get_by_test_id("timeline-lane").all()
+    }
+    assert lanes == {"rig-A": ("3", "0"), "rig-B": ("4", "1"), "no client": ("1", "0")}
+    # the failed bar is drawn in the failed colour (its × beside it)
+    failed_pixels = page.evaluate(
+        """async () => {
+          const { COLORS } = await import('./static/charts.js');
+          const c = document.querySelector('#timeline');
+          const probe = document.createElement('canvas').getContext('2d');
+          probe.fillStyle = COLORS.failed; probe.fillRect(0, 0, 1, 1);
+          const want = [...probe.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+          const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+          let n = 0;
+          for (let i = 0; i < d.length; i += 4)
+            if (Math.abs(d[i] - want[0]) + Math.abs(d[i + 1] - want[1]) + Math.abs(d[i + 2] - want[2]) < 6 && d[i + 3] > 250) n++;
+          return n;
+        }"""
+    )
+    assert failed_pixels > 10
+
+    # a new ask by a third rig shows up live, in a lane of its own
+    api.ask(name, client_id="rig-C")
+    page.wait_for_function("document.querySelector('#timeline')?.dataset.lanes === '4'", timeout=10_000)
+    assert axe_violations(page) == []

@@ -27,6 +27,7 @@ import * as policyPanel from "../panels/policy.js";
 import * as openPanel from "../panels/open.js";
 import * as tablePanel from "../panels/table.js";
 import * as metadataPanel from "../panels/metadata.js";
+import * as timelinePanel from "../panels/timeline.js";
 // -- analysis panels (owned by the analytics work: slices, surface, importance, parallel) ----------
 import * as importancePanel from "../panels/importance.js";
 import * as surfacePanel from "../panels/surface.js";
@@ -126,6 +127,7 @@ function skeleton(name) {
     <section class="panel" id="tradeoff-panel" aria-labelledby="tradeoff-title" hidden></section>
   </div>
   <section class="panel" id="history-panel" aria-labelledby="history-title"></section>
+  <section class="panel" id="timeline-panel" aria-labelledby="timeline-title"></section>
   <section class="panel" id="constraints-panel" aria-labelledby="constraints-title" hidden></section>
   <div class="two">
     <section class="panel" id="path-panel" hidden></section>
@@ -156,6 +158,7 @@ const PANELS = [
   ["hypervolume-panel", hypervolumePanel],
   ["tradeoff-panel", tradeoffPanel],
   ["history-panel", historyPanel],
+  ["timeline-panel", timelinePanel],
   ["constraints-panel", constraintsPanel],
   ["path-panel", pathPanel],
   ["policy", policyPanel],
