@@ -126,7 +126,9 @@ export function mount(el, study) {
     for (const t of ticks) {
       ctx.moveTo(Math.round(sx(t)) + 0.5, y);
       ctx.lineTo(Math.round(sx(t)) + 0.5, y + 4);
-      ctx.fillText(timeLabel(t, step), sx(t), y + 6);
+      const label = timeLabel(t, step);
+      const half = ctx.measureText(label).width / 2;
+      ctx.fillText(label, Math.min(Math.max(sx(t), box.l + half), w - 2 - half), y + 6); // never cut at an edge
     }
     ctx.stroke();
     Object.assign(canvas.dataset, { lanes: lanes.length, bars, failedBars }); // data-failed is the error boundary's
