@@ -558,3 +558,15 @@ def test_idempotency_key_too_long(api: Any, study: str) -> None:
     with unchanged(api, study):
         resp = api.post(f"{API}/{study}/ask", json={"count": 1}, headers={"Idempotency-Key": "k" * 201})
         assert_error(resp, 422, "Idempotency-Key", "200")
+
+
+def test_a_newcomer_s_mistakes_say_what_to_do(api) -> None:  # noqa: ANN001
+    """Issue 28, item 12: a JSON body without its content-type, and a route that does not exist."""
+    body = '{"name": "a", "space": {"x": {"type": "float", "low": 0, "high": 1}}}'
+    resp = api.post("/api/v1/studies", content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+    assert resp.status_code == 422 and "content-type: application/json" in resp.json()["detail"], resp.text
+    resp = api.get("/api/v1/studys")
+    detail = resp.json()["detail"]
+    assert resp.status_code == 404 and "GET /api/v1/studys" in detail and "/docs" in detail
+    resp = api.get("/api/v1/studies/no-such-study")
+    assert resp.status_code == 404 and "no-such-study" in resp.json()["detail"], "a missing study still names it"

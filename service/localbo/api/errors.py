@@ -109,6 +109,12 @@ def install(app: FastAPI) -> None:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Any:
         """A 405's ``Allow`` lists every documented method of the path (Starlette names only the first
         route's)."""
+        if exc.status_code == 404 and exc.detail == "Not Found":  # no route matched (ours name what is missing)
+            asked = f"{request.method} {_text(request.scope.get('path', ''))}"
+            return JSONResponse(
+                {"detail": f"route: no route {asked}; the routes are listed at /docs (and /openapi.json)"},
+                status_code=404,
+            )
         if exc.status_code != 405:
             return await http_exception_handler(request, exc)
         path = request.scope.get("path", "")
@@ -122,9 +128,13 @@ def install(app: FastAPI) -> None:
         return JSONResponse({"detail": "Method Not Allowed"}, status_code=405, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         detail = "; ".join(_message(e) for e in errors[:5])
+        kind = request.headers.get("content-type", "")
+        if any(tuple(e["loc"]) == ("body",) for e in errors) and "json" not in kind.lower():
+            # a JSON body sent as text (curl's -d says form-urlencoded): FastAPI read no object from it
+            detail = f"body: send it as JSON with the header content-type: application/json (got {kind or 'none'!r})"
         fields = [{"field": _text(_field(e)), "message": _text(e["msg"])} for e in errors]
         return JSONResponse({"detail": _text(detail), "errors": fields}, status_code=422)
 
