@@ -59,7 +59,7 @@ part_serve() {
 }
 
 part_dev() {
-  pip_install -c "$(constraints extras)" -e ".[dev]" -e "./client[optuna]"
+  pip_install -c "$(constraints extras)" -e ".[dev]" -e "./client[optuna,pandas]"
   "$PY" -c "import pytest, ruff, mypy, optuna, schemathesis, playwright" || { echo "the dev tools did not install" >&2; exit 1; }
 }
 

@@ -73,3 +73,18 @@ def test_the_optuna_sampler_takes_a_study_with_several_directions(client: Client
     optuna_front = {(t.params["a"], t.params["b"]) for t in study.best_trials}
     localbo_front = {(t.params["a"], t.params["b"]) for t in remote.pareto}
     assert optuna_front == localbo_front, "the same front on both sides"
+
+
+def test_trials_dataframe_and_a_notebook_view(client: Client) -> None:
+    """Issue 28, item 13: the trials as a pandas DataFrame (Optuna's column names), and a study's HTML repr."""
+    study = client.create_study(unique("frame"), SPACE, policy="random", seed=4, objectives=YIELD_COST)
+    for trial in study.ask(3):
+        study.tell(trial, plant(trial.params["a"], trial.params["b"]))
+    study.fail(study.ask(), "the rig tripped")
+    frame = study.trials_dataframe()
+    assert list(frame["number"]) == [1, 2, 3, 4] and list(frame["state"]) == ["complete"] * 3 + ["failed"]
+    assert {"params_a", "params_b", "values_yield", "values_cost", "source", "reason"} <= set(frame.columns)
+    assert frame.loc[3, "reason"] == "the rig tripped" and frame["values_cost"].iloc[:3].notna().all()
+    study.refresh()
+    html = study._repr_html_()
+    assert "<table>" in html and study.name in html and "hypervolume" in html

@@ -200,6 +200,42 @@ class Study:
         )
         return Trial.from_json(data, self)
 
+    def trials_dataframe(self, state: str | None = None) -> Any:
+        """The trials as a pandas DataFrame, one row each, as Optuna's ``trials_dataframe``: ``number``, ``state``,
+        ``value``, ``params_<name>`` per parameter, ``values_<metric>`` per named metric, ``feasible``, ``source``,
+        ``candidate``, ``reason``. Needs ``pip install "localbo-client[pandas]"``."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError('trials_dataframe needs pandas: pip install "localbo-client[pandas]"') from exc
+        rows = []
+        for t in self.iter_trials(state=state):
+            row: dict[str, Any] = {"number": t.number, "state": t.state, "value": t.value}
+            row |= {f"params_{k}": v for k, v in t.params.items()}
+            row |= {f"values_{k}": v for k, v in (t.values or {}).items()}
+            row |= {"feasible": t.feasible, "source": t.source, "candidate": t.candidate, "reason": t.reason}
+            rows.append(row)
+        columns = ["number", "state", "value"]
+        return pd.DataFrame(rows, columns=None if rows else columns)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the study's name, policy, counts and best value (or hypervolume), as a small table."""
+        from html import escape
+
+        summary = self.info.get("summary") or {}
+        best = "hypervolume" if summary.get("hypervolume") is not None else "best_value"
+        cells = {
+            "study": self.name,
+            "policy": self.info.get("policy"),
+            "trials": summary.get("n_trials"),
+            "complete": summary.get("n_complete"),
+            "running": summary.get("n_running"),
+            "failed": summary.get("n_failed"),
+            best.replace("_", " "): summary.get(best),
+        }
+        body = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in cells.items())
+        return f"<table>{body}</table>"
+
     def trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> list[Trial]:
         return list(self.iter_trials(state=state, after=after, page_size=page_size))
 
