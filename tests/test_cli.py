@@ -128,3 +128,23 @@ def test_version_and_the_demo_port() -> None:
     assert done.returncode == 0 and done.stdout.startswith("localbo 0."), done
     help_text = localbo("demo", "--help").stdout
     assert "LOCALBO_PORT" in help_text
+
+
+def test_serve_says_listening_only_once_the_port_is_bound(tmp_path: Path) -> None:
+    """Issue 28, item 11: a port already taken ends the server with uvicorn's error, and no "listening" line."""
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        done = subprocess.run(
+            [*CLI, "serve", "--port", str(port), "--db", f"sqlite:///{tmp_path / 'x.db'}"],
+            capture_output=True, text=True, timeout=240, env={**os.environ, "LOCALBO_TOKENS": ""},
+        )  # fmt: skip
+    finally:
+        taken.close()
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-2000:]
+    assert "listening on" not in output, output[-2000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 
@@ -38,8 +39,9 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     async def lifespan(app: FastAPI):  # noqa: ANN202
         app.state.closing = closing = anyio.Event()  # ends the event streams on shutdown
         undo = on_exit_signals(closing.set)
-        log.info(ready_line(settings))
+        told = asyncio.create_task(say_when_bound(settings))  # uvicorn binds after the lifespan starts
         yield
+        told.cancel()
         closing.set()
         undo()
         app.state.service.close()
@@ -92,6 +94,34 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 def _plan_totals(service: Service) -> tuple[int, int]:
     with service.db.connect() as conn:
         return repo.plan_totals(conn)
+
+
+async def say_when_bound(settings: Settings, seconds: float = 600.0) -> None:
+    """Log ``ready_line`` once the port accepts connections, never before: a port already taken ends the server
+    with uvicorn's error and no "listening" line."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.host, settings.host)
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        if await _answers(host, settings.port):
+            log.info(ready_line(settings))
+            return
+        await asyncio.sleep(0.05)
+
+
+async def _answers(host: str, port: int) -> bool:
+    """Whether this server answers /healthz on the port (another process's socket there may accept, not answer)."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
+    except (OSError, TimeoutError):
+        return False
+    try:
+        writer.write(b"GET /healthz HTTP/1.0\r\nHost: localbo\r\n\r\n")
+        status = await asyncio.wait_for(reader.readline(), 2.0)
+        return status.startswith(b"HTTP/") and b" 200 " in status
+    except (OSError, TimeoutError):
+        return False
+    finally:
+        writer.close()
 
 
 def ready_line(settings: Settings) -> str:
