@@ -89,9 +89,13 @@ DARK_CONTRAST = """async () => {
   };
   const linear = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
   const lum = (c) => c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
-  const ratio = (c) => { const [a, b] = [lum(rgb(c)), lum(rgb(panel))]; return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+  const ratio = (c) => {
+    const [a, b] = [lum(rgb(c)), lum(rgb(panel))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  };
   const out = { panelLum: lum(rgb(panel)), axis: COLORS.axis };
-  for (const k of ['point', 'best', 'running', 'failed', 'infeasible', 'stale', 'axis', 'text']) out[k] = ratio(COLORS[k]);
+  for (const k of ['point', 'best', 'running', 'failed', 'infeasible', 'stale', 'axis', 'text'])
+    out[k] = ratio(COLORS[k]);
   COLORS.lines.forEach((c, k) => (out[`line ${k}`] = ratio(c)));
   for (let k = 0; k <= 10; k++) out[`value ${k / 10}`] = ratio(valueColour(k / 10));
   for (let k = 0; k <= 10; k++) out[`shade ${k / 10}`] = ratio(valueColourSmooth(k / 10));
@@ -172,7 +176,8 @@ def test_the_timeline_draws_a_lane_per_client_with_its_bars_and_marks_a_failed_o
           const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
           let n = 0;
           for (let i = 0; i < d.length; i += 4)
-            if (Math.abs(d[i] - want[0]) + Math.abs(d[i + 1] - want[1]) + Math.abs(d[i + 2] - want[2]) < 6 && d[i + 3] > 250) n++;
+            if (Math.abs(d[i] - want[0]) + Math.abs(d[i + 1] - want[1]) + Math.abs(d[i + 2] - want[2]) < 6
+                && d[i + 3] > 250) n++;
           return n;
         }"""
     )
