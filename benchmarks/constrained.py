@@ -31,16 +31,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
-import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from importlib import metadata
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +49,7 @@ from harness.constrained import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
+from harness.sweep import Key, fmt, mean_se, parse_per_method, run_all, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "constrained"
@@ -70,37 +65,7 @@ SMOKE = {"problems": "c_gramacy,mixture8,fail_hartmann6",
          "methods": "turbo,random,tpe,optuna-random,turbo-avoid,turbo-safe", "seeds": 1, "evals": 12}  # fmt: skip
 
 
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def versions() -> str:
-    out = []
-    for package in ("torch", "botorch", "gpytorch", "optuna", "ax-platform", "localbo"):
-        try:
-            out.append(f"{package} {metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            out.append(f"{package} -")
-    return ", ".join(out)
-
-
-def parse_per_method(items: list[str], flag: str, parser: argparse.ArgumentParser) -> dict[str, int]:
-    out = {}
-    for item in items:
-        method, sep, value = item.partition("=")
-        if not sep or not value.strip().isdigit() or int(value) < 1:
-            parser.error(f"{flag} {item!r}: expected METHOD=N with N >= 1")
-        out[method.strip()] = int(value)
-    return out
-
-
 # -- running ------------------------------------------------------------------------------------------------------
-
-
-def _init_worker(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
 
 
 def execute(key: tuple[str, str, int, int], checkpoints: list[int]) -> tuple[dict[str, Any] | None, str | None]:
@@ -112,32 +77,9 @@ def execute(key: tuple[str, str, int, int], checkpoints: list[int]) -> tuple[dic
         return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}\n{traceback.format_exc(limit=6)}"
 
 
-def run_all(
-    keys: list[tuple[str, str, int, int]], jobs: int, threads: int, deadline: float | None,
-    on_done: Callable[[tuple[str, str, int, int], dict[str, Any] | None, str | None], None],
-) -> list[tuple[str, str, int, int]]:  # fmt: skip
-    """Run ``keys`` in order (``jobs`` at a time); none starts after ``deadline``. Returns the runs not started."""
-    if jobs <= 1:
-        _init_worker(threads)
-        for i, key in enumerate(keys):
-            if deadline is not None and time.time() > deadline:
-                return keys[i:]
-            on_done(key, *execute(key, checkpoints_for(key[3])))
-        return []
-    ctx = get_context("spawn")
-    todo = list(keys)
-    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as pool:
-        running: dict[Future, tuple[str, str, int, int]] = {}
-        while todo or running:
-            while todo and len(running) < jobs and (deadline is None or time.time() <= deadline):
-                key = todo.pop(0)
-                running[pool.submit(execute, key, checkpoints_for(key[3]))] = key
-            if not running:
-                break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                on_done(running.pop(future), *future.result())
-    return todo
+def execute_at_checkpoints(key: Key) -> tuple[dict[str, Any] | None, str | None]:
+    """``execute`` at the checkpoints of the key's budget (what ``run_all`` pickles to a worker)."""
+    return execute(key, checkpoints_for(key[3]))
 
 
 def applies(method: str, problem: str) -> bool:
@@ -154,16 +96,6 @@ def checkpoints_for(evals: int) -> list[int]:
 
 
 # -- the table ------------------------------------------------------------------------------------------------------
-
-
-def mean_se(values: list[float]) -> tuple[float, float | None]:
-    """Mean and standard error (None for one value)."""
-    m = statistics.fmean(values)
-    return m, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None)
-
-
-def fmt(m: float, se: float | None) -> str:
-    return f"{m:.4g}" if se is None else f"{m:.4g} ± {se:.2g}"
 
 
 def cell(runs: list[dict[str, Any]], k: int, optimum: float | None) -> dict[str, Any] | None:
@@ -502,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         write(out, state)
 
     say(f"{len(keys)} runs, {args.jobs} at a time; writing {out}")
-    left = run_all(keys, args.jobs, args.threads, deadline, on_done)
+    left = run_all(keys, args.jobs, args.threads, deadline, on_done, execute_at_checkpoints)
     usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     meta["wall_s"] = time.monotonic() - t0

@@ -41,16 +41,11 @@ import resource
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from importlib import metadata
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from constrained import fmt, mean_se, parse_per_method, say  # noqa: E402
 from harness.multiobjective import (  # noqa: E402
     AX_METHODS,
     LOCALBO_METHODS,
@@ -62,6 +57,7 @@ from harness.multiobjective import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
+from harness.sweep import Key, fmt, mean_se, parse_per_method, run_all, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
@@ -75,25 +71,8 @@ FULL = {"problems": ",".join(PROBLEMS), "methods": "morbo,qlognehvi,random,nsga2
 SMOKE = {"problems": "branincurrin,c2dtlz2", "methods": "morbo,random,nsga2,tpe", "seeds": 1, "evals": 12}
 
 
-def versions() -> str:
-    out = []
-    for package in ("torch", "botorch", "gpytorch", "optuna", "ax-platform", "localbo"):
-        try:
-            out.append(f"{package} {metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            out.append(f"{package} -")
-    return ", ".join(out)
-
-
 # -- running ------------------------------------------------------------------------------------------------------
 
-Key = tuple[str, str, int, int]  # problem, method, seed, evals
-
-
-def _init_worker(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
 
 
 def checkpoints_for(evals: int) -> list[int]:
@@ -108,34 +87,6 @@ def execute(key: Key) -> tuple[dict[str, Any] | None, str | None]:
         return run.summary(checkpoints_for(evals), prob), None
     except Exception as exc:
         return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}\n{traceback.format_exc(limit=6)}"
-
-
-def run_all(
-    keys: list[Key], jobs: int, threads: int, deadline: float | None,
-    on_done: Callable[[Key, dict[str, Any] | None, str | None], None],
-) -> list[Key]:  # fmt: skip
-    """Run ``keys`` in order (``jobs`` at a time); none starts after ``deadline``. Returns the runs not started."""
-    if jobs <= 1:
-        _init_worker(threads)
-        for i, key in enumerate(keys):
-            if deadline is not None and time.time() > deadline:
-                return keys[i:]
-            on_done(key, *execute(key))
-        return []
-    todo = list(keys)
-    pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_init_worker, initargs=(threads,))
-    with pool:
-        running: dict[Future, Key] = {}
-        while todo or running:
-            while todo and len(running) < jobs and (deadline is None or time.time() <= deadline):
-                key = todo.pop(0)
-                running[pool.submit(execute, key)] = key
-            if not running:
-                break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                on_done(running.pop(future), *future.result())
-    return todo
 
 
 # -- the table ------------------------------------------------------------------------------------------------------
@@ -452,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         write(out, state)
 
     say(f"{len(keys)} runs, {args.jobs} at a time; writing {out}")
-    left = run_all(keys, args.jobs, args.threads, deadline, on_done)
+    left = run_all(keys, args.jobs, args.threads, deadline, on_done, execute)
     usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     meta["wall_s"] = time.monotonic() - t0

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import math
 import time
 import warnings
@@ -337,10 +336,7 @@ def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> 
     from ax.api.client import Client
     from ax.api.configs import RangeParameterConfig
 
-    def hush() -> None:  # Ax sets INFO on each of its loggers as it makes them
-        for name in list(logging.root.manager.loggerDict):
-            if name == "ax" or name.startswith("ax."):
-                logging.getLogger(name).setLevel(logging.ERROR)
+    from harness.sweep import quiet_ax as hush
 
     hush()
     warnings.filterwarnings("ignore")

@@ -1,0 +1,98 @@
+"""What the peer benchmarks (``constrained.py``, ``multiobjective.py``) share: a plan of (problem, method, seed,
+evals) runs executed in order, ``jobs`` at a time in spawned processes of ``threads`` torch threads, none started
+after a deadline; the package versions of the header; per-method budgets from the command line; mean ± standard
+error; and Ax's loggers quietened."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from importlib import metadata
+from multiprocessing import get_context
+from typing import Any
+
+Key = tuple[str, str, int, int]  # problem, method, seed, evals
+Outcome = tuple[dict[str, Any] | None, str | None]  # a run's summary, or why it failed
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def versions(packages: tuple[str, ...] = ("torch", "botorch", "gpytorch", "optuna", "ax-platform", "localbo")) -> str:
+    out = []
+    for package in packages:
+        try:
+            out.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{package} -")
+    return ", ".join(out)
+
+
+def parse_per_method(items: list[str], flag: str, parser: argparse.ArgumentParser) -> dict[str, int]:
+    """``METHOD=N`` items (``--evals-for``, ``--seeds-for``) as a dict, or the parser's error."""
+    out = {}
+    for item in items:
+        method, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit() or int(value) < 1:
+            parser.error(f"{flag} {item!r}: expected METHOD=N with N >= 1")
+        out[method.strip()] = int(value)
+    return out
+
+
+def init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_all(
+    keys: list[Key], jobs: int, threads: int, deadline: float | None,
+    on_done: Callable[[Key, dict[str, Any] | None, str | None], None], execute: Callable[[Key], Outcome],
+) -> list[Key]:  # fmt: skip
+    """Run ``keys`` in order (``jobs`` at a time) through ``execute`` (a module-level function: it is pickled to the
+    worker processes); none starts after ``deadline``. Returns the runs not started."""
+    if jobs <= 1:
+        init_worker(threads)
+        for i, key in enumerate(keys):
+            if deadline is not None and time.time() > deadline:
+                return keys[i:]
+            on_done(key, *execute(key))
+        return []
+    todo = list(keys)
+    pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=init_worker, initargs=(threads,))
+    with pool:
+        running: dict[Future, Key] = {}
+        while todo or running:
+            while todo and len(running) < jobs and (deadline is None or time.time() <= deadline):
+                key = todo.pop(0)
+                running[pool.submit(execute, key)] = key
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                on_done(running.pop(future), *future.result())
+    return todo
+
+
+def mean_se(values: list[float]) -> tuple[float, float | None]:
+    """Mean and standard error (None for one value)."""
+    m = statistics.fmean(values)
+    return m, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None)
+
+
+def fmt(m: float, se: float | None) -> str:
+    return f"{m:.4g}" if se is None else f"{m:.4g} ± {se:.2g}"
+
+
+def quiet_ax() -> None:
+    """Ax sets INFO on each of its loggers as it makes them: set them to ERROR (call again after making a client)."""
+    for name in list(logging.root.manager.loggerDict):
+        if name == "ax" or name.startswith("ax."):
+            logging.getLogger(name).setLevel(logging.ERROR)
