@@ -68,13 +68,17 @@ def test_the_front_is_the_non_dominated_trials_and_the_hypervolume_is_what_they_
     assert abs(listed["summary"]["hypervolume"] - area) < 1e-9
 
 
-def test_best_on_several_objectives_is_a_409_pointing_to_pareto_and_pareto_on_one_is_a_409(api: Any) -> None:
+def test_best_on_several_objectives_is_a_409_pointing_to_pareto_and_pareto_on_one_is_its_best(api: Any) -> None:
     several = create(api, **YIELD_COST)
     resp = api.get(f"{API}/{several}/best")
     assert resp.status_code == 409 and f"/api/v1/studies/{several}/pareto" in resp.json()["detail"]
     one = create(api, objectives=[{"metric": "yield", "direction": "maximize"}])
-    resp = api.get(f"{API}/{one}/pareto")
-    assert resp.status_code == 409 and "trials/best" in resp.json()["detail"]
+    assert api.get(f"{API}/{one}/pareto").json()["trials"] == []
+    trials = ask(api, one, 2)
+    tell(api, one, trials[0]["number"], {"yield": 0.2})
+    tell(api, one, trials[1]["number"], {"yield": 0.7})
+    pareto = api.get(f"{API}/{one}/pareto").json()
+    assert [t["number"] for t in pareto["trials"]] == [trials[1]["number"]] and pareto["hypervolume"] is None
 
 
 def test_an_inferred_reference_point_is_said_so_and_infeasible_trials_stay_off_the_front(api: Any) -> None:

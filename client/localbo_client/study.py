@@ -251,7 +251,7 @@ class Study:
     @property
     def pareto(self) -> list[Trial]:
         """A study with several objectives: its Pareto front, the non-dominated feasible completed trials by number
-        (``Conflict`` for a study with one objective: its ``best`` answers)."""
+        (a study with one objective: its best trial, as ``best``)."""
         return [Trial.from_json(t, self) for t in self.client.request("GET", f"{self._path}/pareto")["trials"]]
 
     @property

@@ -309,15 +309,23 @@ class Studies:
             return [_shown(with_front(conn, row, study_out(row, summaries.get(row.id)))) for row in rows]
 
     def pareto(self, name: str) -> dict[str, Any]:
-        """A study's Pareto front (its non-dominated feasible trials), hypervolume and history, or a 409 for a
-        study with one objective."""
+        """A study's Pareto front (its non-dominated feasible trials), hypervolume and history; for a study with one
+        objective, its best (feasible) trial and no hypervolume."""
         with self.db.begin() as conn:
             study = get_row(conn, name)
             outcomes = Outcomes.from_stored(study)
-            if not outcomes.several:
-                raise Conflict(
-                    f"study {name!r} has one objective: its best trial is GET /api/v1/studies/{name}/trials/best"
-                )
+            if not outcomes.several:  # one objective: its front is its best (feasible) trial, no hypervolume
+                best = repo.best_trial(conn, study.id, study.direction)
+                token = study_token(study.id, study.created_at)
+                return {
+                    "objectives": [o.model_dump(mode="json") for o in outcomes.objectives]
+                    or [{"metric": "value", "direction": study.direction}],
+                    "trials": [trial_out(best, token)] if best is not None else [],
+                    "hypervolume": None,
+                    "reference_point": {},
+                    "reference_point_inferred": False,
+                    "history": [],
+                }
             found = study_front(conn, study, outcomes)
             rows = [repo.get_trial(conn, study.id, n) for n in found["numbers"]]
         token = study_token(study.id, study.created_at)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request, Response
 
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, ServiceDep, StudyName
-from localbo.api.errors import READ, WRITE, BodySizeLimit, conflict, responses
+from localbo.api.errors import READ, WRITE, BodySizeLimit, responses
 from localbo.api.schemas import ParetoOut, PolicyView, StudyCreate, StudyList, StudyOut
 from localbo.domain.records import StudyRecord
 
@@ -42,15 +42,11 @@ def policy_view(study: StudyName, service: ServiceDep, who: Caller) -> dict:
     return service.studies.policy_view(study)
 
 
-@router.get(
-    "/{study}/pareto",
-    response_model=ParetoOut,
-    responses=responses(*READ) | conflict("The study has one objective: see .../trials/best"),
-)
+@router.get("/{study}/pareto", response_model=ParetoOut, responses=responses(*READ))
 def pareto(study: StudyName, service: ServiceDep, who: Caller) -> dict:
     """A study with several objectives: its Pareto front (the non-dominated feasible completed trials), the
     hypervolume they dominate, the reference point used and the hypervolume's history. A study with one
-    objective answers 409: its best trial is ``GET .../trials/best``."""
+    objective: its best (feasible) trial, as ``GET .../best`` names it, and no hypervolume."""
     check_read(who, study)
     return service.studies.pareto(study)
 
