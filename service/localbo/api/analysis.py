@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from localbo.api.auth import check_read
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, responses
-from localbo.api.schemas import ImportanceOut, SurfaceOut
+from localbo.api.results import ImportanceOut, SurfaceOut
 
 router = APIRouter(prefix="/api/v1/studies/{study}/analysis", tags=["analysis"])
 ParamName = Annotated[str, Query(min_length=1, max_length=200, description="A parameter of the study")]

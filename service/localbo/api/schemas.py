@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from localbo import json_values
+from localbo.api.examples import RUNNING_TRIAL_EXAMPLE, SERIES_EXAMPLE, SUMMARY_EXAMPLE, TRIAL_EXAMPLE
 from localbo.domain.outcomes import (
     MAX_METRICS,
     MAX_OBJECTIVES,
@@ -73,27 +74,6 @@ EventsSince = Annotated[
     AfterValidator(_feed_time),
     Query(description="Also resend trials finished since this time"),
 ]
-SERIES_EXAMPLE: dict[str, Any] = {
-    "study": "furnace",
-    "direction": "maximize",
-    "space": {"temp": {"type": "float", "low": 300.0, "high": 900.0}},
-    "policy": "minucb",
-    "policy_state_version": 2,
-    "as_of": "2026-11-24T10:42:00.270462+00:00",
-    "last": 2,
-    "trials": {
-        "number": [1, 2],
-        "state": ["complete", "failed"],
-        "value": [0.973, None],
-        "x": [[0.5], [0.6023]],
-        "source": ["minucb", "minucb"],
-        "created": [1795695032.09, 1795695032.189],
-        "completed": [1795695032.118, 1795695032.216],
-        "feasible": [None, None],
-        "metrics": [None, None],
-        "reasons": {"2": "thermocouple"},
-    },
-}
 SERIES_TYPES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Columns of the trials",
@@ -136,50 +116,6 @@ class Strict(BaseModel):
         return data
 
 
-RUNNING_TRIAL_EXAMPLE: dict[str, Any] = {
-    "number": 1,
-    "state": "running",
-    "params": {"temp": 600.0},
-    "value": None,
-    "values": None,
-    "feasible": None,
-    "reason": None,
-    "source": "minucb",
-    "client_id": "rig-7",
-    "lease_expires_at": "2026-11-24T11:00:00Z",
-    "created_at": "2026-11-24T10:00:00Z",
-    "completed_at": None,
-    "candidate": None,
-    "token": "9f2c41d07a3b5e68",
-}
-TRIAL_EXAMPLE: dict[str, Any] = {
-    **RUNNING_TRIAL_EXAMPLE,
-    "state": "complete",
-    "value": 0.82,
-    "lease_expires_at": None,
-    "completed_at": "2026-11-24T10:05:00Z",
-}
-SUMMARY_EXAMPLE: dict[str, Any] = {
-    "n_trials": 12,
-    "n_running": 1,
-    "n_complete": 10,
-    "n_failed": 1,
-    "n_stale": 0,
-    "best_value": 0.82,
-    "last_activity": "2026-11-24T10:42:00Z",
-    "last_result_at": "2026-11-24T10:41:30Z",
-    "trials_since_improvement": 3,
-    "results_per_hour": 11,
-    "n_feasible": 0,
-    "n_infeasible": 0,
-    "candidates_remaining": None,
-    "n_fallback": 0,
-    "last_fallback_at": None,
-    "hypervolume": None,
-    "hypervolume_reference_point": None,
-    "hypervolume_history": None,
-    "pareto_size": None,
-}
 
 
 class StudyCreate(Strict):
@@ -561,120 +497,3 @@ class ErrorOut(BaseModel):
     request_id: str | None = Field(
         default=None, description="The request's id (also its X-Request-ID header), as the server's log names it"
     )
-
-
-class ImportanceOut(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "parameters": ["temp", "pressure"],
-                    "gp": [0.036, 0.964],
-                    "gp_method": "mean squared gradient of the posterior mean of an ARD GP ...",
-                    "forest": [0.092, 0.908],
-                    "forest_method": "out-of-bag permutation importance of a random forest ...",
-                    "n_complete": 6,
-                    "note": "GP fitted to the last 6 of 6 completed trials (by number); forest fitted to the last 6",
-                }
-            ]
-        }
-    )
-
-    parameters: list[str] = Field(description="The study's parameters, in space order")
-    gp: list[float] | None = Field(
-        description="Each parameter's share (sums to 1) from an ARD GP: the mean squared gradient of its posterior "
-        "mean over the fitted points; null: see note"
-    )
-    gp_method: str = Field(description="How the gp shares were computed")
-    forest: list[float] | None = Field(
-        description="Each parameter's share (sums to 1) from a random forest's permutation importance (model-free "
-        "cross-check); null: see note"
-    )
-    forest_method: str = Field(description="How the forest shares were computed")
-    n_complete: int = Field(description="Completed trials of the study")
-    note: str = Field(description="Which trials fed the fits, or why there are no shares")
-
-
-class SurfaceOut(BaseModel):
-    """The GP's posterior mean over a grid of two parameters, the others held fixed; or why not."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "x": "temp",
-                    "y": "pressure",
-                    "available": True,
-                    "reason": None,
-                    "n_complete": 6,
-                    "xs": [300.0, 600.0, 900.0],
-                    "ys": [1.0, 5.5, 10.0],
-                    "mean": [[0.956, 0.956, 0.956], [0.954, 0.974, 0.967], [0.956, 0.956, 0.956]],
-                    "log_x": False,
-                    "log_y": False,
-                    "fixed": {},
-                    "fixed_at": "centre",
-                    "model": "ARD GP (rbf, MAP) on the last 6 of 6 completed trials",
-                }
-            ]
-        }
-    )
-
-    x: str = Field(description="The parameter along x")
-    y: str = Field(description="The parameter along y")
-    available: bool = Field(description="false: no surface, ``reason`` says why (and only x, y, n_complete come)")
-    reason: str | None = Field(default=None, description="Why there is no surface")
-    n_complete: int | None = Field(default=None, description="Completed trials of the study")
-    xs: list[float] | None = Field(default=None, description="The grid along x, user units")
-    ys: list[float] | None = Field(default=None, description="The grid along y, user units")
-    mean: list[list[float]] | None = Field(
-        default=None, description="size rows of size values, study units: row i is ys[i], column j is xs[j]"
-    )
-    log_x: bool | None = Field(default=None, description="Whether x is a log-scaled parameter (draw its axis so)")
-    log_y: bool | None = Field(default=None, description="Whether y is a log-scaled parameter")
-    fixed: Params | None = Field(default=None, description="Where the other parameters are held, user units")
-    fixed_at: Literal["centre", "best"] | None = Field(
-        default=None, description="centre: the policy's current centre (its display's); best: the best trial"
-    )
-    model: str | None = Field(default=None, description="The GP and the trials it was fitted to")
-
-
-class HypervolumeStep(BaseModel):
-    number: int = Field(description="The trial that raised the hypervolume")
-    hypervolume: float = Field(description="The hypervolume after that trial")
-
-
-class ParetoOut(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "objectives": [
-                        {"metric": "yield", "direction": "maximize"},
-                        {"metric": "cost", "direction": "minimize"},
-                    ],
-                    "trials": [
-                        {**TRIAL_EXAMPLE, "value": None, "values": {"yield": 0.81, "cost": 3.2}, "feasible": True}
-                    ],
-                    "hypervolume": 2.75,
-                    "reference_point": {"yield": 0.0, "cost": 10.0},
-                    "reference_point_inferred": False,
-                    "history": [{"number": 1, "hypervolume": 2.75}],
-                }
-            ]
-        }
-    )
-
-    objectives: list[Objective] = Field(description="The study's objectives, each with its direction")
-    trials: list[TrialOut] = Field(description="The non-dominated feasible completed trials, by number")
-    hypervolume: float | None = Field(
-        description="The volume the front dominates up to reference_point (null: no result)"
-    )
-    reference_point: dict[str, float | None] = Field(
-        description="{metric: value} in the metrics' units (null: an inferred value past the double range)"
-    )
-    reference_point_inferred: bool = Field(
-        description="True: the study gave none; inferred from the feasible completed trials (each objective's "
-        "worst value on their front, moved a tenth of the front's range further), so it can move as results come in"
-    )
-    history: list[HypervolumeStep] = Field(description="Each trial that raised the hypervolume, in order")

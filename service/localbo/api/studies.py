@@ -7,7 +7,8 @@ from fastapi import APIRouter, Request, Response
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, BodySizeLimit, responses
-from localbo.api.schemas import ParetoOut, PolicyView, StudyCreate, StudyList, StudyOut
+from localbo.api.results import ParetoOut
+from localbo.api.schemas import PolicyView, StudyCreate, StudyList, StudyOut
 from localbo.domain.records import StudyRecord
 
 router = APIRouter(prefix="/api/v1/studies", tags=["studies"])
