@@ -73,3 +73,55 @@ def test_pg_url_reaches_a_real_postgres(pg_url: str) -> None:
     with engine.connect() as conn:
         assert conn.execute(text("select version()")).scalar().startswith("PostgreSQL")
     engine.dispose()
+
+
+def test_a_database_of_the_previous_release_upgrades_and_its_studies_keep_working(tmp_path) -> None:
+    """A database at revision 0006 (before several objectives), holding a study with named metrics and a told
+    trial, upgraded by the migrations: the study reads, asks and tells as before, and has no reference point."""
+    from fastapi.testclient import TestClient
+    from localbo.api import create_app
+    from localbo.bootstrap import prepare_database
+    from localbo.config import Settings
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    upgrade(engine, "0006")
+    now = "2026-11-20 10:00:00.000000"
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO studies (name, direction, space, policy, policy_config, policy_config_version,"
+                " user_metadata, seed, policy_state, policy_state_version, trial_count, created_at, objectives,"
+                " constraints, failures) VALUES ('old', 'maximize', :space, 'random', :config, 1, '{}', 3, '{}', 0,"
+                " 1, :now, :objectives, :constraints, 'ignore')"
+            ),
+            {
+                "space": json.dumps({"a": {"type": "float", "low": 0.0, "high": 1.0}}),
+                "config": json.dumps({"plan_ahead": 64}),
+                "now": now,
+                "objectives": json.dumps([{"metric": "yield", "direction": "maximize"}]),
+                "constraints": json.dumps([{"metric": "purity", "op": ">=", "bound": 0.9}]),
+            },
+        )
+        study_id = conn.execute(text("SELECT id FROM studies WHERE name = 'old'")).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO trials (study_id, number, state, x, params, value, metrics, feasible, source,"
+                " created_at, completed_at) VALUES (:id, 1, 'complete', '[0.5]', :params, 0.8, :metrics, 1,"
+                " 'random', :now, :now)"
+            ),
+            {"id": study_id, "params": json.dumps({"a": 0.5}), "metrics": json.dumps({"yield": 0.8, "purity": 0.95}),
+             "now": now},
+        )  # fmt: skip
+    engine.dispose()
+    settings = Settings(database_url=url)
+    prepare_database(settings)  # the migrations up to head
+    with TestClient(create_app(settings)) as api:
+        study = api.get("/api/v1/studies/old").json()
+        assert study["reference_point"] is None and study["summary"]["best_value"] == 0.8
+        assert api.get("/api/v1/studies/old/best").json()["number"] == 1
+        (trial,) = api.post("/api/v1/studies/old/ask", json={}).json()["trials"]
+        told = api.post(f"/api/v1/studies/old/trials/{trial['number']}/tell",
+                        json={"values": {"yield": 0.9, "purity": 0.99}})  # fmt: skip
+        assert told.status_code == 200, told.text
+        assert api.get("/api/v1/studies/old").json()["summary"]["best_value"] == 0.9
