@@ -132,8 +132,10 @@ def install(app: FastAPI) -> None:
         errors = exc.errors()
         detail = "; ".join(_message(e) for e in errors[:5])
         kind = request.headers.get("content-type", "")
-        if any(tuple(e["loc"]) == ("body",) for e in errors) and "json" not in kind.lower():
-            # a JSON body sent as text (curl's -d says form-urlencoded): FastAPI read no object from it
+        sent = await request.body()
+        if sent and any(tuple(e["loc"]) == ("body",) for e in errors) and "json" not in kind.lower():
+            # a JSON body sent as text (curl's -d says form-urlencoded): FastAPI read no object from it;
+            # no body at all keeps FastAPI's own 'missing'
             detail = f"body: send it as JSON with the header content-type: application/json (got {kind or 'none'!r})"
         fields = [{"field": _text(_field(e)), "message": _text(e["msg"])} for e in errors]
         return JSONResponse({"detail": _text(detail), "errors": fields}, status_code=422)
