@@ -1,11 +1,33 @@
 // Hash routes to views. A view is {mount(root, params, signal) -> unmount | Promise<unmount>, title(params),
 // crumbs(params) -> html``}; on navigation the router aborts the old view's requests (signal: pass it to
 // api.get), calls its unmount, mounts the next and moves focus to the new page's h1.
+// A hash may carry a query after "?" (#/study/NAME?state=failed): routes match the part before it, and the
+// view gets it as params.query (URLSearchParams); setQuery() rewrites it in place (shareable, no remount).
 
 import { html, render } from "./html.js";
 
 export function route(pattern, view, params = () => ({})) {
   return { pattern, view, params };
+}
+
+// the hash's route and its query ("" when none)
+function splitHash() {
+  const hash = window.location.hash || "#/";
+  const at = hash.indexOf("?");
+  return at < 0 ? [hash, ""] : [hash.slice(0, at), hash.slice(at + 1)];
+}
+
+// Replaces the current hash's query (a URLSearchParams or {key: value}; empty values dropped) without a
+// navigation: the view stays mounted, the address bar holds a URL that restores the same state.
+export function setQuery(values) {
+  const query = new URLSearchParams();
+  for (const [k, v] of values instanceof URLSearchParams ? values : Object.entries(values)) {
+    if (v !== null && v !== undefined && v !== "") query.set(k, v);
+  }
+  const [hash] = splitHash();
+  const text = query.toString();
+  const url = `${window.location.pathname}${window.location.search}${hash}${text ? `?${text}` : ""}`;
+  if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) history.replaceState(history.state, "", url);
 }
 
 export function startRouter({ root, crumbs, routes, fallback, onError }) {
@@ -26,10 +48,10 @@ export function startRouter({ root, crumbs, routes, fallback, onError }) {
     leave();
     const mine = new AbortController();
     controller = mine;
-    const hash = window.location.hash || "#/";
+    const [hash, search = ""] = splitHash();
     let match = null;
     const found = routes.find((r) => (match = hash.match(r.pattern))) || fallback;
-    const params = match && found !== fallback ? found.params(match) : {};
+    const params = { ...(match && found !== fallback ? found.params(match) : {}), query: new URLSearchParams(search) };
     const view = found.view;
     document.body.dataset.ready = "";
     document.title = view.title ? `${view.title(params)} · localbo` : "localbo dashboard";
