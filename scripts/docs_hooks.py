@@ -12,11 +12,17 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+
+# The REST reference imports the app, and with it gpytorch's linear_operator, whose functions are decorated
+# with ``torch.jit.script``, deprecated in the torch we pin (2.13). ``mkdocs build`` prints every
+# DeprecationWarning with a source excerpt; this one is a dependency's and says nothing about the docs.
+warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
 
 
 def on_files(files: Any, config: Any) -> Any:
@@ -53,16 +59,45 @@ def results_section(name: str, heading: str, page_uri: str = "index.md") -> str:
 
 
 def configuration_table() -> str:
+    """Every setting of ``localbo.config.Settings``: its variables, its default as one would write it in the
+    environment, what it takes, and its description (a setting without one fails the build)."""
     from localbo.config import Settings
 
-    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    rows = ["| variable | default | takes | meaning |", "| --- | --- | --- | --- |"]
     for name, field in Settings.model_fields.items():
         alias = field.validation_alias
         names = list(getattr(alias, "choices", [])) or [f"LOCALBO_{name.upper()}"]
-        default = field.default
-        shown = "(empty)" if default == "" else f"`{default}`"
-        rows.append(f"| {', '.join(f'`{n}`' for n in names)} | {shown} | {field.description or ''} |")
+        if not field.description:
+            raise ValueError(f"localbo.config.Settings.{name} has no description for the configuration page")
+        variables = ", ".join(f"`{n}`" for n in names)
+        takes = _cell(_setting_type(field.annotation, field.metadata))
+        rows.append(f"| {variables} | {_env_value(field.default)} | {takes} | {_cell(field.description)} |")
     return "\n".join(rows) + "\n"
+
+
+def _env_value(value: Any) -> str:
+    """A default as the environment spells it: ``true``, ``3600`` (not ``True``, ``3600.0``), "(empty)"."""
+    if value == "":
+        return "(empty)"
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float) and value.is_integer():
+        text = str(int(value))
+    else:
+        text = str(value)
+    return f"`{text}`"
+
+
+def _setting_type(annotation: Any, metadata: list[Any]) -> str:
+    """What a setting takes, in words: ``text``, ``json`` for a choice; a number with its bounds."""
+    import typing
+
+    if typing.get_origin(annotation) is typing.Literal:
+        return " | ".join(f"`{choice}`" for choice in typing.get_args(annotation))
+    kind = {bool: "`true` or `false`", int: "an integer", float: "a number", str: "text"}.get(annotation, str(annotation))
+    bounds = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    limits = [f"{op} {getattr(m, key)}" for m in metadata for key, op in bounds.items() if hasattr(m, key)]
+    return f"{kind} ({', '.join(limits)})" if limits else kind
 
 
 # Example values of path and query parameters in the REST reference's example requests

@@ -15,9 +15,13 @@ class Settings(BaseSettings):
     database_url: str = Field(
         default="sqlite:///./localbo.db",
         validation_alias=AliasChoices("LOCALBO_DATABASE_URL", "DATABASE_URL"),
-        description="SQLAlchemy URL; sqlite:///path or postgresql+psycopg://user@host/db",
+        description="SQLAlchemy URL: `sqlite:///path` or `postgresql+psycopg://user@host/db`",
     )
-    host: str = "127.0.0.1"
+    host: str = Field(
+        default="127.0.0.1",
+        description="The address `localbo serve` listens on; `0.0.0.0` is every interface, which needs "
+        "`LOCALBO_TOKENS` (or `--insecure`)",
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -28,10 +32,11 @@ class Settings(BaseSettings):
                 return "postgresql+psycopg://" + url.removeprefix(scheme)
         return url
 
-    port: int = 8000
+    port: int = Field(default=8000, description="The port `localbo serve` listens on (`localbo demo` too, when set)")
     tokens: str = Field(
         default="",
-        description="Bearer tokens and scopes: 'tok1=admin;tok2=write:beam-*,read:*'",
+        description="Bearer tokens and their scopes (`admin`, `read:PATTERN`, `write:PATTERN`; `*` in a pattern "
+        "matches any characters), `;` between tokens: `tok1=admin;tok2=write:beam-*,read:*`",
     )
     lease_seconds: float = Field(default=3600.0, gt=0, description="Trial lease length")
     idempotency_ttl_seconds: float = Field(
@@ -48,7 +53,7 @@ class Settings(BaseSettings):
         "undo the last commits) or FULL (fsync per commit, about 2x slower here)",
     )
     torch_threads: int = Field(default=0, ge=0, description="torch threads; 0 keeps torch's")
-    device: str = Field(default="cpu", description="Policy device: auto | cpu | cuda")
+    device: str = Field(default="cpu", description="Where policies compute: `auto` | `cpu` | `cuda`")
     log_format: Literal["text", "json"] = Field(
         default="text", description="Server and worker logs: text, or json (one object a line, with extra fields)"
     )
@@ -77,7 +82,7 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("LOCALBO_REDIS_URL", "REDIS_URL"),
         description="Celery broker and result backend",
     )
-    celery_queue_prefix: str = Field(default="localbo-", description="Queue names: PREFIX + cpu | gpu")
+    celery_queue_prefix: str = Field(default="localbo-", description="Queue names: the prefix and `cpu` or `gpu`")
     celery_visibility_timeout: float = Field(
         default=900.0, gt=0, description="A task a dead worker held is handed out again after this many seconds"
     )
