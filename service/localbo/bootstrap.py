@@ -51,6 +51,7 @@ class Service:
         # the policies' side (torch, BoTorch) is imported here, not at import: `localbo studies list` needs none
         from localbo.analysis import Analysis
         from localbo.asking import Asking
+        from localbo.notes import Notes
         from localbo.planning.planner import Planner
         from localbo.planning.runner import PolicyRunner
         from localbo.telling import Telling
@@ -70,6 +71,7 @@ class Service:
         self.asking = Asking(settings, self.write, self.tx, self.spaces, self.planner)
         self.telling = Telling(settings, self.write, self.spaces, self.planner)
         self.analysis = Analysis(self.db, self.spaces)
+        self.notes = Notes(self.db, self.write)
 
     def close(self, wait: bool = False) -> None:
         """Stop planning (``wait``: let running jobs finish, for tests), the executor and the pools."""

@@ -232,6 +232,7 @@ class Feed:
             "policy_state_version": study.policy_state_version,
             "last_policy_error": study.last_policy_error,
             "trial_count": study.trial_count,
+            "notes_version": study.notes_version,  # a note written: viewers read GET .../notes again
         }
         return Change(as_of, info, tuple(states), columns)
 

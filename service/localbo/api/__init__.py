@@ -13,7 +13,7 @@ from sqlalchemy import make_url, text
 
 import localbo
 from localbo import dashboard, metrics
-from localbo.api import analysis, errors, openapi, progress, studies, trials
+from localbo.api import analysis, errors, notes, openapi, progress, studies, trials
 from localbo.api.auth import Authentication, parse_tokens
 from localbo.api.requestlog import RequestLog
 from localbo.api.schemas import Health
@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
     app.include_router(trials.router)
     app.include_router(progress.router)
     app.include_router(analysis.router)
+    app.include_router(notes.router)
     dashboard.install(app)
 
     plan_queue = metrics.PlanQueue(lambda: _plan_totals(app.state.service))

@@ -23,6 +23,7 @@ SERIES_EXAMPLE: dict[str, Any] = {
         "completed": [1795695032.118, 1795695032.216],
         "feasible": [None, None],
         "metrics": [None, None],
+        "note": [None, "thermocouple replaced after this run"],
         "reasons": {"2": "thermocouple"},
     },
 }
@@ -42,6 +43,7 @@ RUNNING_TRIAL_EXAMPLE: dict[str, Any] = {
     "completed_at": None,
     "candidate": None,
     "token": "9f2c41d07a3b5e68",
+    "note": None,
 }
 
 TRIAL_EXAMPLE: dict[str, Any] = {

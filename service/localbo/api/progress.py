@@ -57,7 +57,7 @@ async def events(
     since: Since = None,
 ) -> StreamingResponse:
     """Server-sent events: ``trials`` (columns as in ``/series``, new or changed trials, and ``as_of``
-    to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, trial
+    to pass as ``since`` on a reconnect), ``study`` (policy state version, last policy error, notes version, trial
     count) and ``gone`` when the study is deleted."""
     check_read(who, study)
     hub = live(request.app.state)

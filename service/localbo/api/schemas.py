@@ -21,6 +21,7 @@ from localbo.domain.outcomes import (
     ParameterConstraint,
     Safety,
 )
+from localbo.notes import MAX_NOTE_CHARS
 from localbo.policies import registry
 
 FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -260,6 +261,7 @@ class StudyOut(BaseModel):
                     "failures": "ignore",
                     "safety": None,
                     "reference_point": None,
+                    "note": "new thermocouple from trial 40 on",
                     "summary": SUMMARY_EXAMPLE,
                 }
             ]
@@ -287,6 +289,7 @@ class StudyOut(BaseModel):
     reference_point: dict[str, float] | None = Field(
         default=None, description="As created (several objectives); null: inferred, see the summary"
     )
+    note: str | None = Field(default=None, description="A person's note on the study (PUT .../note); null: none")
     summary: StudySummary = Field(description="The study's progress: counts, best value, liveness")
 
 
@@ -351,6 +354,11 @@ class TrialOut(BaseModel):
     created_at: datetime = Field(description="When the trial was asked (or added)")
     completed_at: datetime | None = Field(description="When it was told (complete or failed)")
     candidate: str | None = Field(default=None, description="Finite spaces: the id of the candidate asked")
+    note: str | None = Field(
+        default=None,
+        description="A person's note on the trial (PUT .../trials/{number}/note), such as 'sample 17 was "
+        "contaminated'; null: none",
+    )
     token: str | None = Field(
         default=None,
         description="Names the trial's study for good (a study deleted and created again under its name gets "
@@ -423,6 +431,53 @@ class ExternalTrial(Strict):
 class TrialList(BaseModel):
     trials: list[TrialOut] = Field(description="The trials numbered above ?after=, in order, at most ?limit=")
     next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
+
+
+class NoteIn(Strict):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"note": "sample 17 was contaminated"}]})
+
+    note: str | None = Field(
+        max_length=MAX_NOTE_CHARS,
+        description=f"Free text, at most {MAX_NOTE_CHARS} characters (valid Unicode without NUL); an empty or "
+        "blank note, or null, clears it",
+    )
+
+
+class StudyNoteOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"note": "new thermocouple from trial 40 on", "notes_version": 3}]}
+    )
+
+    note: str | None = Field(description="The study's note as stored; null: cleared")
+    notes_version: int = Field(description="Grows with every note written on the study or its trials")
+
+
+class NotesOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "note": "new thermocouple from trial 40 on",
+                    "trials": {"17": "sample 17 was contaminated"},
+                    "notes_version": 3,
+                }
+            ]
+        }
+    )
+
+    note: str | None = Field(description="The study's note; null: none")
+    trials: dict[str, str] = Field(description="{trial number: note} for every trial that carries a note")
+    notes_version: int = Field(
+        description="Grows with every note written on the study or its trials (the study's event stream "
+        "carries it: read the notes again when it changes)"
+    )
+
+
+class AccessOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"read": True, "write": False}]})
+
+    read: bool = Field(description="Whether the caller's token may read the study (always true when answered)")
+    write: bool = Field(description="Whether it may also write it: ask, tell, notes (a server without tokens: true)")
 
 
 class Health(BaseModel):

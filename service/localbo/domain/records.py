@@ -26,6 +26,7 @@ class TrialRecord(TypedDict):
     completed_at: str | None
     candidate: str | None  # a finite space's candidate id
     token: str | None  # names the trial's study for good (``identity.study_token``); a tell may send it back
+    note: str | None  # a person's note on the trial (``localbo/notes.py``)
 
 
 class StudySummary(TypedDict):
@@ -71,6 +72,7 @@ class StudyRecord(TypedDict):
     failures: str
     safety: dict[str, Any] | None
     reference_point: dict[str, float] | None
+    note: str | None  # a person's note on the study (``localbo/notes.py``)
     summary: StudySummary
 
 
@@ -99,6 +101,7 @@ def trial_out(row: Row | Mapping[str, Any], token: str | None = None) -> TrialRe
         "completed_at": iso(r["completed_at"]),
         "candidate": r.get("candidate_id"),
         "token": token,
+        "note": r.get("note"),
     }
 
 
@@ -134,6 +137,7 @@ def study_out(row: Row, summary: Mapping[str, Any] | None) -> StudyRecord:
         "failures": row.failures,
         "safety": row.safety,
         "reference_point": row.reference_point,
+        "note": row._mapping.get("note"),
         "summary": {
             "n_trials": int(s.get("n") or 0),
             "n_running": int(s.get("running") or 0),

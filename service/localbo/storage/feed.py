@@ -125,7 +125,13 @@ def summary_marks(conn: Connection) -> list[tuple]:
         select(trials.c.study_id, trials.c.state, func.count()).group_by(trials.c.study_id, trials.c.state)
     ).all()
     heads = conn.execute(
-        select(studies.c.id, studies.c.name, studies.c.policy_state_version, studies.c.last_policy_error)
+        select(
+            studies.c.id,
+            studies.c.name,
+            studies.c.policy_state_version,
+            studies.c.last_policy_error,
+            studies.c.notes_version,  # the study's note is in its summary's record
+        )
     ).all()
     return sorted(tuple(r) for r in counts) + sorted(tuple(r) for r in heads)
 

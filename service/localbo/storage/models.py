@@ -62,6 +62,8 @@ class Study(Base):
     failures: Mapped[str] = mapped_column(String(16), default="ignore", server_default="ignore")
     safety: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     reference_point: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)  # a person's note on the study (``notes.py``)
+    notes_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # grows with every note written
     seed: Mapped[int] = mapped_column(Integer)
     # Policy state and its version: the version is bumped on every write so that a plan
     # computed from a stale snapshot is thrown away (optimistic concurrency).
@@ -106,6 +108,7 @@ class Trial(Base):
     # finite spaces: the candidate's index in the study's list, and its id
     candidate: Mapped[int | None] = mapped_column(Integer, nullable=True)
     candidate_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)  # a person's note on the trial (``notes.py``)
 
 
 class PlannedPoint(Base):

@@ -61,6 +61,7 @@ TRIAL_COLUMNS = [
     trials.c.completed_at,
     trials.c.candidate,
     trials.c.candidate_id,
+    trials.c.note,
 ]
 
 
