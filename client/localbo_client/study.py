@@ -71,6 +71,46 @@ class Study:
         self.info = self.client.request("GET", self._path)
         return self.info
 
+    # -- notes ------------------------------------------------------------------------------------------------------
+    @property
+    def note(self) -> str | None:
+        """The study's note as last read (``refresh`` reads it again) or written by ``set_note``; None: none."""
+        note: str | None = self.info.get("note")
+        return note
+
+    def set_note(self, note: str | None) -> str | None:
+        """Write the study's note (free text, at most 2000 characters; ``""`` or None clears it) and return it as
+        stored. Needs a token with the write scope; a longer note is a ``BadRequest`` naming ``note``.
+
+            study.set_note("new thermocouple from trial 40 on")
+            study.note                          # 'new thermocouple from trial 40 on'
+        """
+        data = self.client.request("PUT", f"{self._path}/note", json={"note": note}, idempotent=True)
+        self.info = {**self.info, "note": data["note"]}
+        stored: str | None = data["note"]
+        return stored
+
+    def set_trial_note(self, trial: Trial | int, note: str | None) -> Trial:
+        """Write a trial's note (a ``Trial`` or its number, in any state; ``""`` or None clears it); returns the
+        trial as the server left it. The note changes nothing the policy sees: a contaminated sample keeps its
+        value (fail it, or tell it again in a new trial, to change that). ``NotFound`` for an unknown trial.
+
+            study.set_trial_note(17, "sample 17 was contaminated")
+            [t.number for t in study.trials() if t.note]    # [17]
+        """
+        number, known = self._known(trial)
+        data = self.client.request("PUT", f"{self._path}/trials/{number}/note", json={"note": note}, idempotent=True)
+        fresh = Trial.from_json(data, self)
+        if known is not None:
+            known.note = fresh.note
+        return trial if isinstance(trial, Trial) else fresh
+
+    def notes(self) -> dict[int, str]:
+        """Every trial's note, ``{number: note}`` (only trials that carry one), in one request."""
+        data = self.client.request("GET", f"{self._path}/notes")
+        self.info = {**self.info, "note": data["note"]}
+        return {int(n): text for n, text in data["trials"].items()}
+
     @overload
     def ask(self, count: Literal[1] = 1, client_id: str | None = None, wait_seconds: float | None = None) -> Trial: ...
 
@@ -203,7 +243,7 @@ class Study:
     def trials_dataframe(self, state: str | None = None) -> Any:
         """The trials as a pandas DataFrame, one row each, as Optuna's ``trials_dataframe``: ``number``, ``state``,
         ``value``, ``params_<name>`` per parameter, ``values_<metric>`` per named metric, ``feasible``, ``source``,
-        ``candidate``, ``reason``. Needs ``pip install "localbo-client[pandas]"``."""
+        ``candidate``, ``reason``, ``note``. Needs ``pip install "localbo-client[pandas]"``."""
         try:
             import pandas as pd
         except ImportError as exc:
@@ -214,6 +254,7 @@ class Study:
             row |= {f"params_{k}": v for k, v in t.params.items()}
             row |= {f"values_{k}": v for k, v in (t.values or {}).items()}
             row |= {"feasible": t.feasible, "source": t.source, "candidate": t.candidate, "reason": t.reason}
+            row |= {"note": t.note}
             rows.append(row)
         columns = ["number", "state", "value"]
         return pd.DataFrame(rows, columns=None if rows else columns)

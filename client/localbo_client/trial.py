@@ -27,6 +27,8 @@ class TrialOwner(Protocol):
 
     def abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None: ...
 
+    def set_trial_note(self, trial: Trial | int, note: str | None) -> Trial: ...
+
 
 @dataclass
 class Trial:
@@ -43,6 +45,8 @@ class Trial:
         with study.ask() as trial:
             trial.tell({"yield": 0.81, "purity": 0.97})
         trial.values, trial.feasible        # ({"yield": 0.81, "purity": 0.97}, True)
+
+    ``note`` is a person's note on the trial (``set_note``), None when it has none.
     """
 
     number: int
@@ -57,6 +61,7 @@ class Trial:
     token: str | None = None
     values: dict[str, float] | None = None  # every named metric, when the study names them
     feasible: bool | None = None  # whether every outcome constraint held; None: no constraints, or no result yet
+    note: str | None = None  # a person's note on the trial ("sample 17 was contaminated")
 
     @classmethod
     def from_json(cls, data: dict[str, Any], study: TrialOwner | None = None) -> Trial:
@@ -74,6 +79,7 @@ class Trial:
             token=data.get("token"),
             values=data.get("values"),
             feasible=data.get("feasible"),
+            note=data.get("note"),
         )
 
     def tell(self, value: Result) -> Trial:
@@ -84,6 +90,16 @@ class Trial:
     def fail(self, reason: str) -> Trial:
         assert self.study is not None, "this trial is not bound to a study"
         return self.study.fail(self, reason)
+
+    def set_note(self, note: str | None) -> Trial:
+        """Write this trial's note (at most 2000 characters; ``""`` or None clears it), in any state; the
+        policy sees no change. Needs a token with the write scope.
+
+            trial.set_note("sample 17 was contaminated")
+            trial.note                          # 'sample 17 was contaminated'
+        """
+        assert self.study is not None, "this trial is not bound to a study"
+        return self.study.set_trial_note(self, note)
 
     def __enter__(self) -> Trial:
         return self
