@@ -55,7 +55,25 @@ def results_section(name: str, heading: str, page_uri: str = "index.md") -> str:
         raise ValueError(f"benchmarks/results/{name} has no section '## {heading}'")
     to_results = posixpath.relpath("results", posixpath.dirname(page_uri) or ".")
     body = re.sub(r"^!\[(.*?)\]\(([\w.-]+\.png)\)", rf"![\1]({to_results}/\2)", match.group(1), flags=re.M)
-    return f"{body.strip()}\n\n*From `benchmarks/results/{name}`, section “{heading}”, as its script wrote it.*\n"
+    spread = f" {spread_meaning(name, text)}" if "±" in body else ""
+    return f"{body.strip()}\n\n*From `benchmarks/results/{name}`, section “{heading}”, as its script wrote it.{spread}*\n"
+
+
+# What a results file's "mean ± X" says X is (its script states it in the file's opening paragraph)
+SPREADS = {
+    "std": "± is the standard deviation over seeds (how far single runs stray)",
+    "standard deviation": "± is the standard deviation over seeds (how far single runs stray)",
+    "standard error": "± is the standard error of the mean over seeds (the standard deviation / √seeds)",
+}
+
+
+def spread_meaning(name: str, text: str) -> str:
+    """What ± means in a section of results file ``name``, from the file's own words ("Mean ± std over seeds",
+    "Mean ± standard error over seeds"): a section whose file does not say fails the build."""
+    found = re.search(r"\bmean ± (standard deviation|standard error|std)\b", text, flags=re.I)
+    if found is None:
+        raise ValueError(f"benchmarks/results/{name} shows ± without saying whether it is a deviation or an error")
+    return SPREADS[found.group(1).lower()] + "."
 
 
 def configuration_table() -> str:

@@ -97,6 +97,21 @@ def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> No
     assert rows["LOCALBO_LEASE_SECONDS"][1] == "3600" and rows["LOCALBO_SUGGEST_AHEAD"][1] == "true"
     choosing = (site / "choosing-a-policy" / "index.html").read_text()
     assert "as its script wrote it" in choosing and "la-minucb" in choosing
+    # issue 28, item 7: under each table, what its ± is; the gp100 table is the league's, as the README quotes it
+    for caption in re.findall(r"<em>From (.*?)</em>", choosing):
+        source = text_of(caption)
+        if "league.md" in source:
+            assert "± is the standard error of the mean" in source, source
+        elif "synthetic.md" in source or "mujoco.md" in source:
+            assert "± is the standard deviation" in source, source
+    tables = [table_rows(choosing, i) for i in range(choosing.count("<table>"))]
+    (gp100,) = [rows for rows in tables if any(row[-1].startswith("d100/") for row in rows)]
+    on_page = {row[0]: float(row[3].split(" ± ")[0]) for row in gp100[1:]}
+    (line,) = re.findall(r"^gp100: (.*)\.$", (ROOT / "README.md").read_text(), flags=re.M)
+    in_readme = {m: float(v) for m, v in re.findall(r"([\w-]+) (-?[\d.e+-]+)(?: \(\d+ evaluations\))?(?:, |$)", line)}
+    assert list(on_page) == list(in_readme), (on_page, in_readme)
+    for method, value in on_page.items():
+        assert abs(value - in_readme[method]) <= 0.006 * abs(value), (method, value, in_readme[method])
     # the figures are the benchmark scripts' own PNGs, served beside the pages (not copies in docs/)
     figures = re.findall(r'<img alt="[^"]*" src="\.\./results/([\w.-]+\.png)"', choosing)
     assert "synthetic_gp25.png" in figures and "mujoco_hopper.png" in figures, figures
