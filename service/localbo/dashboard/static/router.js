@@ -2,7 +2,7 @@
 // crumbs(params) -> html``}; on navigation the router aborts the old view's requests (signal: pass it to
 // api.get), calls its unmount, mounts the next and moves focus to the new page's h1.
 // A hash may carry a query after "?" (#/study/NAME?state=failed): routes match the part before it, and the
-// view gets it as params.query (URLSearchParams); setQuery() rewrites it in place (shareable, no remount).
+// view gets it as params.query (the text after "?"); setQuery() rewrites it in place (shareable, no remount).
 
 import { html, render } from "./html.js";
 
@@ -51,7 +51,8 @@ export function startRouter({ root, crumbs, routes, fallback, onError }) {
     const [hash, search = ""] = splitHash();
     let match = null;
     const found = routes.find((r) => (match = hash.match(r.pattern))) || fallback;
-    const params = { ...(match && found !== fallback ? found.params(match) : {}), query: new URLSearchParams(search) };
+    const own = match && found !== fallback ? found.params(match) : {};
+    const params = { ...own, query: own.query || search };
     const view = found.view;
     document.body.dataset.ready = "";
     document.title = view.title ? `${view.title(params)} · localbo` : "localbo dashboard";
