@@ -56,7 +56,8 @@ def results_section(name: str, heading: str, page_uri: str = "index.md") -> str:
     to_results = posixpath.relpath("results", posixpath.dirname(page_uri) or ".")
     body = re.sub(r"^!\[(.*?)\]\(([\w.-]+\.png)\)", rf"![\1]({to_results}/\2)", match.group(1), flags=re.M)
     spread = f" {spread_meaning(name, text)}" if "±" in body else ""
-    return f"{body.strip()}\n\n*From `benchmarks/results/{name}`, section “{heading}”, as its script wrote it.{spread}*\n"
+    source = f"From `benchmarks/results/{name}`, section “{heading}”, as its script wrote it.{spread}"
+    return f"{body.strip()}\n\n*{source}*\n"
 
 
 # What a results file's "mean ± X" says X is (its script states it in the file's opening paragraph)
@@ -112,7 +113,8 @@ def _setting_type(annotation: Any, metadata: list[Any]) -> str:
 
     if typing.get_origin(annotation) is typing.Literal:
         return " | ".join(f"`{choice}`" for choice in typing.get_args(annotation))
-    kind = {bool: "`true` or `false`", int: "an integer", float: "a number", str: "text"}.get(annotation, str(annotation))
+    kinds = {bool: "`true` or `false`", int: "an integer", float: "a number", str: "text"}
+    kind = kinds.get(annotation, str(annotation))
     bounds = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
     limits = [f"{op} {getattr(m, key)}" for m in metadata for key, op in bounds.items() if hasattr(m, key)]
     return f"{kind} ({', '.join(limits)})" if limits else kind
