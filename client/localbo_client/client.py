@@ -35,7 +35,15 @@ log = logging.getLogger("localbo_client")
 
 
 class Client:
-    """A connection pool to one localbo server; use as a context manager or ``close()``."""
+    """A connection pool to one localbo server; use as a context manager or ``close()``.
+
+        from localbo_client import Client
+
+        with Client("http://127.0.0.1:8000", token="tok-beam") as client:
+            study = client.create_study("beam", space={"x": {"type": "float", "low": 0, "high": 1}})
+            trial = study.ask()
+            study.tell(trial, measure(trial.params))
+    """
 
     def __init__(
         self,
@@ -48,9 +56,15 @@ class Client:
         retries: int | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        """``timeout``: one request's read limit. ``retry_for``: how long one call keeps retrying a server that is
+        """``url``: the server's address; ``token``: a bearer token, when the server has ``LOCALBO_TOKENS``.
+        ``timeout``: one request's read limit. ``retry_for``: how long one call keeps retrying a server that is
         down, restarting or busy (seconds from its first try; 0: no retries). ``backoff``: the first pause, doubled
-        on each retry up to 5 s, with jitter. ``retries``: an optional cap on the count of retries as well."""
+        on each retry up to 5 s, with jitter. ``retries``: an optional cap on the count of retries as well.
+        ``transport``: an httpx transport (tests pass ``httpx.MockTransport``).
+
+            client = Client("http://lab-server:8000", token="tok-beam", retry_for=300)   # ride out a long restart
+            client = Client(retry_for=0)                                                  # fail at once instead
+        """
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=url.rstrip("/"),
@@ -59,8 +73,11 @@ class Client:
             transport=transport,
         )
         self.retry = RetryPolicy(retry_for=retry_for, backoff=backoff, retries=retries)
+        """How a call retries: ``client.retry.retry_for`` seconds, its first pause and cap."""
         self.timeout = timeout
+        """One request's read limit, in seconds (an ask that waits for the policy gets longer)."""
         self.url = url.rstrip("/")
+        """The server's address, without a trailing slash: ``client.url == "http://127.0.0.1:8000"``."""
         self._reached = False  # the server has answered once: later refusals are a restart, not a wrong URL
         self._warned = False
 
@@ -71,6 +88,14 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        """Close the connection pool (a ``with Client(...) as client:`` block does it on leaving).
+
+            client = Client()
+            try:
+                ...
+            finally:
+                client.close()
+        """
         self._http.close()
 
     def request(
@@ -87,7 +112,14 @@ class Client:
         """One call, retried within the time budget (``retry_for`` overrides the client's): a request that never
         reached the server, a 429, and a 503/409 with ``Retry-After`` always; a lost answer and other 5xx only for a
         read or an ``idempotent`` write, which carries one ``Idempotency-Key`` across all its tries. Other 4xx raise
-        typed errors at once; a 5xx still there when the budget is spent raises ``ServerError``."""
+        typed errors at once; a 5xx still there when the budget is spent raises ``ServerError``.
+
+        Returns the answer's JSON, its text for another media type, or None for an empty answer. For a route the
+        client has no method for:
+
+            policy = client.request("GET", "/api/v1/studies/beam/policy")
+            client.request("POST", "/api/v1/studies/beam/trials/3/heartbeat", idempotent=True)
+        """
         headers = {"Idempotency-Key": uuid.uuid4().hex} if idempotent else {}
         harmless = method in ("GET", "HEAD") or idempotent
         attempts = self.retry.start(retry_for)
@@ -125,6 +157,10 @@ class Client:
             )
 
     def health(self) -> dict[str, Any]:
+        """``GET /healthz``: the server answers, its version and the database it uses.
+
+            client.health()        # {"status": "ok", "version": "0.1.0", "database": "sqlite"}
+        """
         return self.request("GET", "/healthz")
 
     def create_study(
@@ -217,12 +253,27 @@ class Client:
         return Study(self, data)
 
     def get_study(self, name: str) -> Study:
+        """The study called ``name`` (``NotFound`` if there is none), to ask, tell and read from another process.
+
+            study = client.get_study("beam")
+            study.info["summary"]["n_complete"]      # 12
+        """
         return Study(self, self.request("GET", f"/api/v1/studies/{name}"))
 
     def list_studies(self) -> list[Study]:
+        """Every study the token may read, each with its definition and summary in ``Study.info``.
+
+            for study in client.list_studies():
+                print(study.name, study.info["policy"], study.info["summary"]["best_value"])
+        """
         return [Study(self, s) for s in self.request("GET", "/api/v1/studies")["studies"]]
 
     def delete_study(self, name: str) -> None:
+        """Delete the study called ``name`` and its trials (``NotFound`` if there is none). A tell of one of its
+        trials is refused afterwards, even by a study created again under the same name.
+
+            client.delete_study("beam")
+        """
         self.request("DELETE", f"/api/v1/studies/{name}")
 
 

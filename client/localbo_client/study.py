@@ -49,14 +49,29 @@ class Connection(Protocol):
 REMEMBERED_TRIALS = 1024
 
 class Study:
-    """One study on the server. It remembers the trials it handed out (the latest ``REMEMBERED_TRIALS``), so a
-    tell by number works as a tell of the ``Trial``: the trial learns it was told (a with-block that tells
-    ``trial.number`` ends cleanly) and the tell carries the trial's ``token``."""
+    """One study on the server, made by ``Client.create_study``, ``get_study`` or ``list_studies``.
+
+    It remembers the trials it handed out (the latest ``REMEMBERED_TRIALS``), so a tell by number works as a tell
+    of the ``Trial``: the trial learns it was told (a with-block that tells ``trial.number`` ends cleanly) and the
+    tell carries the trial's ``token``.
+
+        study = client.get_study("beam")
+        with study.ask() as trial:
+            study.tell(trial, measure(trial.params))
+        study.best.value
+    """
 
     def __init__(self, client: Connection, data: dict[str, Any]) -> None:
         self.client = client
+        """The ``Client`` whose connection the study's calls use."""
         self.name: str = data["name"]
+        """The study's name, as in its URL: ``client.get_study("beam").name == "beam"``."""
         self.info = data
+        """The study as the server last answered it (``GET /api/v1/studies/{name}``): its definition and
+        ``summary``; ``refresh()`` reads it again.
+
+            study.info["policy"], study.info["summary"]["n_complete"]      # ('minucb', 12)
+        """
         self._handed_out: OrderedDict[int, Trial] = OrderedDict()  # number -> the latest Trial with that number
         self._lock = threading.Lock()  # optimize's workers share the study
 
@@ -68,6 +83,10 @@ class Study:
         return f"/api/v1/studies/{self.name}"
 
     def refresh(self) -> dict[str, Any]:
+        """Read the study again (its summary, note, policy state version) into ``info``, and return it.
+
+            study.refresh()["summary"]["best_value"]       # 0.84
+        """
         self.info = self.client.request("GET", self._path)
         return self.info
 
@@ -106,7 +125,10 @@ class Study:
         return trial if isinstance(trial, Trial) else fresh
 
     def notes(self) -> dict[int, str]:
-        """Every trial's note, ``{number: note}`` (only trials that carry one), in one request."""
+        """Every trial's note, ``{number: note}`` (only trials that carry one), in one request.
+
+            study.notes()                       # {17: 'sample 17 was contaminated'}
+        """
         data = self.client.request("GET", f"{self._path}/notes")
         self.info = {**self.info, "note": data["note"]}
         return {int(n): text for n, text in data["trials"].items()}
@@ -127,6 +149,11 @@ class Study:
 
         ``wait_seconds``: how long the server waits for the policy when its plan is empty before it hands out
         fallback points (None: the server's LOCALBO_ASK_WAIT_SECONDS; it cuts longer waits to its maximum).
+        ``client_id``: who asks (a rig's name), kept with the trial.
+
+            trial = study.ask()                               # trial.params == {"x": 0.31}
+            batch = study.ask(4, client_id="rig-7")           # four trials to run at once
+            trial = study.ask(wait_seconds=600)               # wait for the policy rather than take a fallback
         """
         body: dict[str, Any] = {"count": count, "client_id": client_id}
         timeout = None
@@ -154,7 +181,12 @@ class Study:
         return self._learn(trial, known, data)
 
     def fail(self, trial: Trial | int, reason: str = "") -> Trial:
-        """Fail ``trial`` (a ``Trial`` or its number), saying why."""
+        """Fail ``trial`` (a ``Trial`` or its number), saying why; returns the trial as the server left it. The
+        policy gets no value from it (a study with ``failures="avoid"`` steers away from where it failed).
+
+            study.fail(trial, "thermocouple open")
+            study.fail(12, "sample spilled")
+        """
         number, known = self._known(trial)
         body = self._with_token({"state": "failed", "reason": reason}, known)
         data = self.client.request("POST", f"{self._path}/trials/{number}/tell", json=body, idempotent=True)
@@ -224,7 +256,13 @@ class Study:
         return trials[0] if count == 1 else trials
 
     def heartbeat(self, trial: Trial | int) -> Trial:
-        """Extend ``trial``'s lease (a ``Trial`` or its number)."""
+        """Extend ``trial``'s lease (a ``Trial`` or its number) by the server's lease length
+        (``LOCALBO_LEASE_SECONDS``), for an evaluation that outlasts it: a trial whose lease ends is failed.
+
+            while not rig.done():
+                study.heartbeat(trial)
+                time.sleep(600)
+        """
         number, known = self._known(trial)
         data = self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
         return self._learn(trial, known, data)
@@ -243,7 +281,11 @@ class Study:
     def trials_dataframe(self, state: str | None = None) -> Any:
         """The trials as a pandas DataFrame, one row each, as Optuna's ``trials_dataframe``: ``number``, ``state``,
         ``value``, ``params_<name>`` per parameter, ``values_<metric>`` per named metric, ``feasible``, ``source``,
-        ``candidate``, ``reason``, ``note``. Needs ``pip install "localbo-client[pandas]"``."""
+        ``candidate``, ``reason``, ``note``. Needs ``pip install "localbo-client[pandas]"``.
+
+            df = study.trials_dataframe(state="complete")
+            df.sort_values("value").head()
+        """
         try:
             import pandas as pd
         except ImportError as exc:
@@ -278,9 +320,20 @@ class Study:
         return f"<table>{body}</table>"
 
     def trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> list[Trial]:
+        """Every trial numbered above ``after`` (only those in ``state``, when given: ``running``, ``complete``,
+        ``failed``), in number order, read ``page_size`` at a time.
+
+            done = study.trials(state="complete")
+            [(t.number, t.value) for t in done]          # [(1, 0.42), (2, 0.57), ...]
+        """
         return list(self.iter_trials(state=state, after=after, page_size=page_size))
 
     def iter_trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> Iterator[Trial]:
+        """``trials``, one page at a time, for a study too large to hold at once.
+
+            for trial in study.iter_trials(state="failed"):
+                print(trial.number, trial.reason)
+        """
         while True:
             params = {"after": after, "limit": page_size, **({"state": state} if state else {})}
             page = self.client.request("GET", f"{self._path}/trials", params=params)
@@ -292,30 +345,50 @@ class Study:
     @property
     def pareto(self) -> list[Trial]:
         """A study with several objectives: its Pareto front, the non-dominated feasible completed trials by number
-        (a study with one objective: its best trial, as ``best``)."""
+        (a study with one objective: its best trial, as ``best``).
+
+            [(t.number, t.values) for t in study.pareto]   # [(4, {"yield": 0.81, "cost": 3.1}), ...]
+        """
         return [Trial.from_json(t, self) for t in self.client.request("GET", f"{self._path}/pareto")["trials"]]
 
     @property
     def hypervolume(self) -> float | None:
         """A study with several objectives: the volume its front dominates up to the reference point (None before
-        a feasible result); ``front()`` has the reference point used and the history."""
+        a feasible result); ``front()`` has the reference point used and the history.
+
+            study.hypervolume                   # 1.73
+        """
         value = self.front()["hypervolume"]
         return None if value is None else float(value)
 
     def front(self) -> dict[str, Any]:
         """``GET .../pareto`` as the server answers it: trials, hypervolume, reference_point (and whether it was
-        inferred), history."""
+        inferred), history.
+
+            front = study.front()
+            front["reference_point"], front["hypervolume"]     # ({"yield": 0.0, "cost": 10.0}, 1.73)
+        """
         data: dict[str, Any] = self.client.request("GET", f"{self._path}/pareto")
         return data
 
     @property
     def best(self) -> Trial | None:
         """The best trial: the best *feasible* one in a study with outcome constraints (None until one is).
-        ``Conflict`` for a study with several objectives: see ``pareto``."""
+        ``Conflict`` for a study with several objectives: see ``pareto``.
+
+            best = study.best
+            best.number, best.value, best.params        # (31, 0.12, {"x": 0.64})
+        """
         data = self.client.request("GET", f"{self._path}/best")
         return Trial.from_json(data, self) if data else None
 
     def export(self, format: str = "json") -> Any:
+        """The study and all its trials: ``format="json"``, a dict (``study``: its record; ``trials``: every
+        trial's); ``"csv"``, the text of a CSV file, one row a trial.
+
+            Path("beam.csv").write_text(study.export("csv"))
+            record = study.export()                       # {"study": {...}, "trials": [...]}
+        """
         return self.client.request("GET", f"{self._path}/export", params={"format": format})
 
     def optimize(
@@ -346,7 +419,15 @@ class Study:
     def abandon(self, trial: Trial, reason: str, cause: BaseException | None = None) -> None:
         """Fail a trial the client gives up on, so it does not stay ``running`` until its lease ends; best effort:
         it never raises a service error (``cause``, if any, is what the caller sees). When the service is why (it
-        stayed down past the retry budget), the user interrupted, or there is no cause, only a short last try."""
+        stayed down past the retry budget), the user interrupted, or there is no cause, only a short last try.
+        A ``Trial``'s with-block calls it on an exception; call it yourself where there is no with-block:
+
+            try:
+                value = measure(trial.params)
+            except RigFault as exc:
+                study.abandon(trial, f"rig fault: {exc}", exc)
+                raise
+        """
         short = cause is None or isinstance(cause, (*SERVICE_ERRORS, KeyboardInterrupt, SystemExit))
         try:
             data = self.client.request(
