@@ -119,12 +119,59 @@ def test_the_site_builds_strictly_with_its_generated_pages(tmp_path: Path) -> No
         assert (site / "results" / figure).read_bytes() == (ROOT / "benchmarks" / "results" / figure).read_bytes()
     client = (site / "reference" / "client" / "index.html").read_text()
     assert "optimize" in client and "create_study" in client
+    # issue 28, item 5: every public name under its own heading (mkdocstrings hides a member without a docstring),
+    # each method, property and function with an example
+    for anchor, needs_example in client_reference_names().items():
+        start = client.find(f'id="{anchor}"')
+        assert start >= 0, f"{anchor} is missing from the client reference"
+        end = client.find('class="doc doc-heading"', client.find("</h", start))  # the next object's heading
+        assert not needs_example or "<pre>" in client[start:end], f"{anchor} has no example"
+    import localbo_client
+
+    for name in localbo_client.__all__:
+        assert re.search(rf'id="localbo_client\.[\w.]*\.{name}"', client), f"{name} is not in the client reference"
     assert "LocalBOSampler" in client
     # constraints (issue 30): every name the client added for them
     for name in ("Objective", "OutcomeConstraint", "ParameterConstraint", "Safety", "Failures", "result_body"):
         assert name in client, name
     for words in ("parameter_constraints", "feasible", "constraints_func", "n_constraints"):
         assert words in client, words
+
+
+def client_reference_names() -> dict[str, bool]:
+    """The anchors the client reference must have, each with whether it needs an example: every public name of a
+    ``Client``, a ``Study`` and a ``Trial`` (methods, properties, fields, the attributes an instance sets), and
+    every public function and class of the modules the page renders whole (``::: localbo_client.NAME``)."""
+    import importlib
+    import inspect
+
+    from localbo_client import Client, Study, Trial
+
+    names: dict[str, bool] = {}
+    client = Client("http://127.0.0.1:9")  # a pool; nothing is sent
+    try:
+        objects = {Client: client, Study: Study(client, {"name": "beam"}), Trial: Trial(1, {}, "running")}
+        for cls, instance in objects.items():
+            for name in dir(instance):
+                if not name.startswith("_"):
+                    member = inspect.getattr_static(cls, name, None)
+                    callable_ = callable(member) or isinstance(member, (property, classmethod, staticmethod))
+                    names[f"{cls.__module__}.{cls.__name__}.{name}"] = callable_
+    finally:
+        client.close()
+    page = (DOCS / "reference" / "client.md").read_text()
+    for target in re.findall(r"^::: ([\w.]+)$", page, flags=re.M):
+        try:
+            module = importlib.import_module(target)
+        except ImportError:
+            continue  # a class rendered alone: Client, Study, Trial above
+        for name, member in vars(module).items():
+            if not name.startswith("_") and getattr(member, "__module__", None) == target:
+                if inspect.isfunction(member):
+                    names[f"{target}.{name}"] = True
+                elif inspect.isclass(member):
+                    names[f"{target}.{name}"] = False
+    return names
 
 
 @pytest.mark.parametrize(

@@ -37,12 +37,14 @@ log = logging.getLogger("localbo_client")
 class Client:
     """A connection pool to one localbo server; use as a context manager or ``close()``.
 
-        from localbo_client import Client
+    ```python
+    from localbo_client import Client
 
-        with Client("http://127.0.0.1:8000", token="tok-beam") as client:
-            study = client.create_study("beam", space={"x": {"type": "float", "low": 0, "high": 1}})
-            trial = study.ask()
-            study.tell(trial, measure(trial.params))
+    with Client("http://127.0.0.1:8000", token="tok-beam") as client:
+        study = client.create_study("beam", space={"x": {"type": "float", "low": 0, "high": 1}})
+        trial = study.ask()
+        study.tell(trial, measure(trial.params))
+    ```
     """
 
     def __init__(
@@ -62,8 +64,10 @@ class Client:
         on each retry up to 5 s, with jitter. ``retries``: an optional cap on the count of retries as well.
         ``transport``: an httpx transport (tests pass ``httpx.MockTransport``).
 
-            client = Client("http://lab-server:8000", token="tok-beam", retry_for=300)   # ride out a long restart
-            client = Client(retry_for=0)                                                  # fail at once instead
+        ```python
+        client = Client("http://lab-server:8000", token="tok-beam", retry_for=300)   # ride out a long restart
+        client = Client(retry_for=0)                                                  # fail at once instead
+        ```
         """
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
@@ -90,11 +94,13 @@ class Client:
     def close(self) -> None:
         """Close the connection pool (a ``with Client(...) as client:`` block does it on leaving).
 
-            client = Client()
-            try:
-                ...
-            finally:
-                client.close()
+        ```python
+        client = Client()
+        try:
+            ...
+        finally:
+            client.close()
+        ```
         """
         self._http.close()
 
@@ -117,8 +123,10 @@ class Client:
         Returns the answer's JSON, its text for another media type, or None for an empty answer. For a route the
         client has no method for:
 
-            policy = client.request("GET", "/api/v1/studies/beam/policy")
-            client.request("POST", "/api/v1/studies/beam/trials/3/heartbeat", idempotent=True)
+        ```python
+        policy = client.request("GET", "/api/v1/studies/beam/policy")
+        client.request("POST", "/api/v1/studies/beam/trials/3/heartbeat", idempotent=True)
+        ```
         """
         headers = {"Idempotency-Key": uuid.uuid4().hex} if idempotent else {}
         harmless = method in ("GET", "HEAD") or idempotent
@@ -159,7 +167,9 @@ class Client:
     def health(self) -> dict[str, Any]:
         """``GET /healthz``: the server answers, its version and the database it uses.
 
-            client.health()        # {"status": "ok", "version": "0.1.0", "database": "sqlite"}
+        ```python
+        client.health()        # {"status": "ok", "version": "0.1.0", "database": "sqlite"}
+        ```
         """
         return self.request("GET", "/healthz")
 
@@ -190,14 +200,16 @@ class Client:
         every call that names none of them), as for a reactor whose yield must keep its purity and whose three
         fractions make a whole:
 
-            study = client.create_study(
-                "reactor",
-                space={n: {"type": "float", "low": 0.0, "high": 1.0} for n in "abc"},
-                policy="turbo",
-                objectives=[{"metric": "yield", "direction": "maximize"}],
-                constraints=[{"metric": "purity", "op": ">=", "bound": 0.95}],
-                parameter_constraints=[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}],
-            )
+        ```python
+        study = client.create_study(
+            "reactor",
+            space={n: {"type": "float", "low": 0.0, "high": 1.0} for n in "abc"},
+            policy="turbo",
+            objectives=[{"metric": "yield", "direction": "maximize"}],
+            constraints=[{"metric": "purity", "op": ">=", "bound": 0.95}],
+            parameter_constraints=[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}],
+        )
+        ```
 
         - ``objectives``: named metrics to optimise, ``[{"metric": "yield", "direction": "maximize"}]``;
           tells then carry named values (``study.tell(trial, {"yield": 0.81, ...})``). One objective: its
@@ -255,16 +267,20 @@ class Client:
     def get_study(self, name: str) -> Study:
         """The study called ``name`` (``NotFound`` if there is none), to ask, tell and read from another process.
 
-            study = client.get_study("beam")
-            study.info["summary"]["n_complete"]      # 12
+        ```python
+        study = client.get_study("beam")
+        study.info["summary"]["n_complete"]      # 12
+        ```
         """
         return Study(self, self.request("GET", f"/api/v1/studies/{name}"))
 
     def list_studies(self) -> list[Study]:
         """Every study the token may read, each with its definition and summary in ``Study.info``.
 
-            for study in client.list_studies():
-                print(study.name, study.info["policy"], study.info["summary"]["best_value"])
+        ```python
+        for study in client.list_studies():
+            print(study.name, study.info["policy"], study.info["summary"]["best_value"])
+        ```
         """
         return [Study(self, s) for s in self.request("GET", "/api/v1/studies")["studies"]]
 
@@ -272,7 +288,9 @@ class Client:
         """Delete the study called ``name`` and its trials (``NotFound`` if there is none). A tell of one of its
         trials is refused afterwards, even by a study created again under the same name.
 
-            client.delete_study("beam")
+        ```python
+        client.delete_study("beam")
+        ```
         """
         self.request("DELETE", f"/api/v1/studies/{name}")
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 
 class LocalboError(Exception):
-    """An answer the client cannot turn into a result; ``status`` is the HTTP code."""
+    """An answer the client cannot turn into a result; ``status`` is the HTTP code, ``detail`` the server's
+    message (it names the field or setting at fault). Each status has its subclass below.
+
+    ```python
+    try:
+        client.get_study("beam")
+    except NotFound as exc:
+        print(exc.status, exc.detail)       # 404 study 'beam' not found
+    ```
+    """
 
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(f"{status}: {detail}")
@@ -52,6 +61,12 @@ BY_STATUS = {
 
 
 def error_for(status: int, detail: str) -> LocalboError:
+    """The error for an answer's ``status`` (any 5xx: ``ServerError``; an unlisted 4xx: ``LocalboError``).
+
+    ```python
+    error_for(404, "study 'beam' not found")       # NotFound(404, ...)
+    ```
+    """
     if status >= 500:
         return ServerError(status, detail)
     return BY_STATUS.get(status, LocalboError)(status, detail)

@@ -1,10 +1,12 @@
 """``LocalBOSampler``: an unchanged Optuna objective runs on a localbo policy.
 
-    import optuna
-    from localbo_client.optuna_sampler import LocalBOSampler
+```python
+import optuna
+from localbo_client.optuna_sampler import LocalBOSampler
 
-    study = optuna.create_study(sampler=LocalBOSampler("http://127.0.0.1:8000", policy="minucb"))
-    study.optimize(objective, n_trials=100, n_jobs=2)
+study = optuna.create_study(sampler=LocalBOSampler("http://127.0.0.1:8000", policy="minucb"))
+study.optimize(objective, n_trials=100, n_jobs=2)
+```
 
 The sampler mirrors the Optuna study's search space into a localbo study: the ``space`` you give
 (Optuna distributions), or the intersection of the completed trials' spaces after ``n_startup_trials``
@@ -23,22 +25,26 @@ and each tell carries the objective's value and the constraint values Optuna sto
 samplers do). The policy must serve outcome constraints: ``turbo`` (SCBO, the default with constraints),
 ``ei`` or ``ucb``.
 
-    def feasible_when_nonpositive(trial: optuna.trial.FrozenTrial) -> list[float]:
-        return [trial.params["x"] + trial.params["y"] - 1.0]    # x + y <= 1
+```python
+def feasible_when_nonpositive(trial: optuna.trial.FrozenTrial) -> list[float]:
+    return [trial.params["x"] + trial.params["y"] - 1.0]    # x + y <= 1
 
-    sampler = LocalBOSampler(url, "turbo", constraints_func=feasible_when_nonpositive)
-    study = optuna.create_study(sampler=sampler)
-    study.optimize(objective, n_trials=60)
-    study.best_trial                        # the best feasible trial, on Optuna's side as on localbo's
+sampler = LocalBOSampler(url, "turbo", constraints_func=feasible_when_nonpositive)
+study = optuna.create_study(sampler=sampler)
+study.optimize(objective, n_trials=60)
+study.best_trial                        # the best feasible trial, on Optuna's side as on localbo's
+```
 
 Several objectives: an Optuna study created with ``directions=[...]`` becomes a localbo study with one objective per
 direction, named ``objective0`` .. ``objective{k-1}``; each tell carries every value. The policy must serve several
 objectives: ``morbo`` (the default then), ``qlognehvi``, ``random`` or ``sobol``. ``study.best_trials`` is Optuna's
 Pareto front; the localbo study's is ``client.get_study(name).pareto``.
 
-    sampler = LocalBOSampler(url, space=space)              # morbo, for the two directions below
-    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
-    study.optimize(lambda t: (yield_of(t), cost_of(t)), n_trials=60)
+```python
+sampler = LocalBOSampler(url, space=space)              # morbo, for the two directions below
+study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+study.optimize(lambda t: (yield_of(t), cost_of(t)), n_trials=60)
+```
 
 Needs ``pip install "localbo-client[optuna]"``; the rest of the client needs only httpx.
 """
@@ -70,12 +76,23 @@ OBJECTIVE_METRIC = "objective"  # the localbo metric of the Optuna objective, in
 
 
 def objective_metric(i: int, several: bool) -> str:
-    """The localbo metric of Optuna's ``i``-th objective: ``objective``, or ``objective{i}`` among several."""
+    """The localbo metric of Optuna's ``i``-th objective: ``objective``, or ``objective{i}`` among several.
+
+    ```python
+    objective_metric(0, several=False), objective_metric(1, several=True)     # ("objective", "objective1")
+    ```
+    """
     return f"{OBJECTIVE_METRIC}{i}" if several else OBJECTIVE_METRIC
 
 
 def localbo_space(distributions: dict[str, BaseDistribution]) -> dict[str, dict[str, Any]]:
-    """The localbo space of Optuna distributions; ``ValueError`` for one localbo cannot mirror."""
+    """The localbo space of Optuna distributions; ``ValueError`` for one localbo cannot mirror.
+
+    ```python
+    localbo_space({"x": FloatDistribution(0, 1), "n": IntDistribution(1, 8)})
+    # {"n": {"type": "int", "low": 1, "high": 8, "log": False}, "x": {"type": "float", ...}}
+    ```
+    """
     space: dict[str, dict[str, Any]] = {}
     for name, d in sorted(distributions.items()):
         if isinstance(d, FloatDistribution) and d.step is None:
@@ -90,7 +107,12 @@ def localbo_space(distributions: dict[str, BaseDistribution]) -> dict[str, dict[
 
 
 def mirrorable(distributions: dict[str, BaseDistribution]) -> dict[str, BaseDistribution]:
-    """The distributions localbo can mirror (the others stay with the independent sampler)."""
+    """The distributions localbo can mirror (the others stay with the independent sampler).
+
+    ```python
+    mirrorable({"x": FloatDistribution(0, 1), "k": FloatDistribution(0, 1, step=0.1)})   # {"x": ...}
+    ```
+    """
     out = {}
     for name, d in distributions.items():
         try:
@@ -102,12 +124,22 @@ def mirrorable(distributions: dict[str, BaseDistribution]) -> dict[str, BaseDist
 
 
 def constraint_metric(j: int) -> str:
-    """The localbo metric of Optuna's ``j``-th constraint value."""
+    """The localbo metric of Optuna's ``j``-th constraint value.
+
+    ```python
+    constraint_metric(0)            # "c0"
+    ```
+    """
     return f"c{j}"
 
 
 def localbo_constraints(n_constraints: int) -> list[dict[str, Any]]:
-    """Optuna's feasibility (every constraint value <= 0) as localbo outcome constraints."""
+    """Optuna's feasibility (every constraint value <= 0) as localbo outcome constraints.
+
+    ```python
+    localbo_constraints(2)  # [{"metric": "c0", "op": "<=", "bound": 0.0}, {"metric": "c1", "op": "<=", ...}]
+    ```
+    """
     return [{"metric": constraint_metric(j), "op": "<=", "bound": 0.0} for j in range(n_constraints)]
 
 
@@ -126,8 +158,10 @@ class LocalBOSampler(BaseSampler):
     draws. A constraint value that is not finite (JSON has none) fails the localbo trial, saying why; a count
     of values other than the study's fails it too and raises ``ValueError`` (every trial would fail).
 
-        sampler = LocalBOSampler(url, "turbo", space=space, constraints_func=lambda t: [t.params["x"] - 0.5],
-                                 n_constraints=1)
+    ```python
+    sampler = LocalBOSampler(url, "turbo", space=space, constraints_func=lambda t: [t.params["x"] - 0.5],
+                             n_constraints=1)
+    ```
     """
 
     def __init__(

@@ -2,16 +2,18 @@
 
 The shapes are ``TypedDict`` s: write them as plain dicts, and a type checker checks their keys.
 
-    client.create_study(
-        "reactor",
-        space={n: {"type": "float", "low": 0, "high": 1} for n in "abc"},
-        policy="turbo",
-        objectives=[{"metric": "yield", "direction": "maximize"}],
-        constraints=[{"metric": "purity", "op": ">=", "bound": 0.95}],
-        parameter_constraints=[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}],
-    )
-    study.tell(trial, {"yield": 0.81, "purity": 0.97})   # named values: every metric the study names
-    study.tell(trial, 0.81)                              # one number: a study without constraints
+```python
+client.create_study(
+    "reactor",
+    space={n: {"type": "float", "low": 0, "high": 1} for n in "abc"},
+    policy="turbo",
+    objectives=[{"metric": "yield", "direction": "maximize"}],
+    constraints=[{"metric": "purity", "op": ">=", "bound": 0.95}],
+    parameter_constraints=[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}],
+)
+study.tell(trial, {"yield": 0.81, "purity": 0.97})   # named values: every metric the study names
+study.tell(trial, 0.81)                              # one number: a study without constraints
+```
 
 A study that names no metrics keeps the single unnamed ``value``, and every call that worked before
 works unchanged.
@@ -50,7 +52,9 @@ class _ObjectiveRequired(TypedDict):
 class Objective(_ObjectiveRequired, total=False):
     """The metric to optimise, named as tells name it; ``direction`` defaults to ``"minimize"``.
 
-        {"metric": "yield", "direction": "maximize"}
+    ```python
+    {"metric": "yield", "direction": "maximize"}
+    ```
 
     One objective: its direction is the study's, whatever ``direction=`` says. Two to four: a Pareto front
     (``Study.pareto``), each objective with its own direction.
@@ -63,8 +67,10 @@ class OutcomeConstraint(TypedDict):
     """A limit every tell measures: a trial is feasible when ``values[metric] op bound`` holds for each of the
     study's outcome constraints.
 
-        {"metric": "purity", "op": ">=", "bound": 0.95}
-        {"metric": "t_peak", "op": "<=", "bound": 450}
+    ```python
+    {"metric": "purity", "op": ">=", "bound": 0.95}
+    {"metric": "t_peak", "op": "<=", "bound": 450}
+    ```
     """
 
     metric: str
@@ -77,8 +83,10 @@ class ParameterConstraint(TypedDict):
     ``sum(coef * params[name]) op bound``. Every point the study hands out satisfies it (within 1e-9, its ints
     whole).
 
-        {"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}   # fractions of a mixture
-        {"terms": {"x": 2, "y": -1}, "op": "<=", "bound": 0.5}
+    ```python
+    {"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}   # fractions of a mixture
+    {"terms": {"x": 2, "y": -1}, "op": "<=", "bound": 0.5}
+    ```
     """
 
     terms: Mapping[str, float]
@@ -94,7 +102,9 @@ class Safety(_SafetyRequired, total=False):
     """Safe mode: ask only points predicted to meet every outcome constraint with at least
     ``1 - max_violation_probability`` probability, starting from ``seeds`` (parameters known safe).
 
-        {"max_violation_probability": 0.05, "seeds": [{"a": 0.3, "b": 0.3, "c": 0.4}]}
+    ```python
+    {"max_violation_probability": 0.05, "seeds": [{"a": 0.3, "b": 0.3, "c": 0.4}]}
+    ```
 
     Without seeds the study starts from the first feasible trials you add (``Study.add_trial``); until one exists
     an ask is a ``Conflict``. Served by ``turbo`` and the local policies (``minucb``, ``la-minucb``, ``gibo``).
@@ -107,8 +117,10 @@ def result_body(result: Result) -> dict[str, Any]:
     """The part of a tell that carries ``result``: ``{"values": {...}}`` for a mapping of named values,
     ``{"value": x}`` for a number. ``ValueError`` for a value that is not a finite number (JSON has none).
 
-        result_body(0.5)                                # {"value": 0.5}
-        result_body({"yield": 0.8, "purity": 0.97})     # {"values": {"yield": 0.8, "purity": 0.97}}
+    ```python
+    result_body(0.5)                                # {"value": 0.5}
+    result_body({"yield": 0.8, "purity": 0.97})     # {"values": {"yield": 0.8, "purity": 0.97}}
+    ```
     """
     if isinstance(result, Mapping):
         if not result:
@@ -123,7 +135,14 @@ def result_body(result: Result) -> dict[str, Any]:
 
 
 def finite(value: Any, field: str = "value") -> float:
-    """JSON has no NaN or infinity; say so here rather than fail inside the encoder."""
+    """``value`` as a float, or a ``ValueError`` naming ``field``: JSON has no NaN or infinity, so say so here
+    rather than fail inside the encoder.
+
+    ```python
+    finite("0.5")                   # 0.5
+    finite(float("nan"))            # ValueError: value: expected a finite number, got nan
+    ```
+    """
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -55,10 +55,12 @@ class Study:
     of the ``Trial``: the trial learns it was told (a with-block that tells ``trial.number`` ends cleanly) and the
     tell carries the trial's ``token``.
 
-        study = client.get_study("beam")
-        with study.ask() as trial:
-            study.tell(trial, measure(trial.params))
-        study.best.value
+    ```python
+    study = client.get_study("beam")
+    with study.ask() as trial:
+        study.tell(trial, measure(trial.params))
+    study.best.value
+    ```
     """
 
     def __init__(self, client: Connection, data: dict[str, Any]) -> None:
@@ -70,7 +72,9 @@ class Study:
         """The study as the server last answered it (``GET /api/v1/studies/{name}``): its definition and
         ``summary``; ``refresh()`` reads it again.
 
-            study.info["policy"], study.info["summary"]["n_complete"]      # ('minucb', 12)
+        ```python
+        study.info["policy"], study.info["summary"]["n_complete"]      # ('minucb', 12)
+        ```
         """
         self._handed_out: OrderedDict[int, Trial] = OrderedDict()  # number -> the latest Trial with that number
         self._lock = threading.Lock()  # optimize's workers share the study
@@ -85,7 +89,9 @@ class Study:
     def refresh(self) -> dict[str, Any]:
         """Read the study again (its summary, note, policy state version) into ``info``, and return it.
 
-            study.refresh()["summary"]["best_value"]       # 0.84
+        ```python
+        study.refresh()["summary"]["best_value"]       # 0.84
+        ```
         """
         self.info = self.client.request("GET", self._path)
         return self.info
@@ -93,7 +99,12 @@ class Study:
     # -- notes ------------------------------------------------------------------------------------------------------
     @property
     def note(self) -> str | None:
-        """The study's note as last read (``refresh`` reads it again) or written by ``set_note``; None: none."""
+        """The study's note as last read (``refresh`` reads it again) or written by ``set_note``; None: none.
+
+        ```python
+        client.get_study("beam").note       # 'new thermocouple from trial 40 on'
+        ```
+        """
         note: str | None = self.info.get("note")
         return note
 
@@ -101,8 +112,10 @@ class Study:
         """Write the study's note (free text, at most 2000 characters; ``""`` or None clears it) and return it as
         stored. Needs a token with the write scope; a longer note is a ``BadRequest`` naming ``note``.
 
-            study.set_note("new thermocouple from trial 40 on")
-            study.note                          # 'new thermocouple from trial 40 on'
+        ```python
+        study.set_note("new thermocouple from trial 40 on")
+        study.note                          # 'new thermocouple from trial 40 on'
+        ```
         """
         data = self.client.request("PUT", f"{self._path}/note", json={"note": note}, idempotent=True)
         self.info = {**self.info, "note": data["note"]}
@@ -114,8 +127,10 @@ class Study:
         trial as the server left it. The note changes nothing the policy sees: a contaminated sample keeps its
         value (fail it, or tell it again in a new trial, to change that). ``NotFound`` for an unknown trial.
 
-            study.set_trial_note(17, "sample 17 was contaminated")
-            [t.number for t in study.trials() if t.note]    # [17]
+        ```python
+        study.set_trial_note(17, "sample 17 was contaminated")
+        [t.number for t in study.trials() if t.note]    # [17]
+        ```
         """
         number, known = self._known(trial)
         data = self.client.request("PUT", f"{self._path}/trials/{number}/note", json={"note": note}, idempotent=True)
@@ -127,7 +142,9 @@ class Study:
     def notes(self) -> dict[int, str]:
         """Every trial's note, ``{number: note}`` (only trials that carry one), in one request.
 
-            study.notes()                       # {17: 'sample 17 was contaminated'}
+        ```python
+        study.notes()                       # {17: 'sample 17 was contaminated'}
+        ```
         """
         data = self.client.request("GET", f"{self._path}/notes")
         self.info = {**self.info, "note": data["note"]}
@@ -151,9 +168,11 @@ class Study:
         fallback points (None: the server's LOCALBO_ASK_WAIT_SECONDS; it cuts longer waits to its maximum).
         ``client_id``: who asks (a rig's name), kept with the trial.
 
-            trial = study.ask()                               # trial.params == {"x": 0.31}
-            batch = study.ask(4, client_id="rig-7")           # four trials to run at once
-            trial = study.ask(wait_seconds=600)               # wait for the policy rather than take a fallback
+        ```python
+        trial = study.ask()                               # trial.params == {"x": 0.31}
+        batch = study.ask(4, client_id="rig-7")           # four trials to run at once
+        trial = study.ask(wait_seconds=600)               # wait for the policy rather than take a fallback
+        ```
         """
         body: dict[str, Any] = {"count": count, "client_id": client_id}
         timeout = None
@@ -171,9 +190,11 @@ class Study:
         its objective and each outcome constraint's). A number for such a study is its objective's value, which
         the server takes only when the study has no outcome constraints.
 
-            study.tell(trial, 0.42)
-            told = study.tell(trial, {"yield": 0.81, "purity": 0.97})
-            told.values, told.feasible          # ({"yield": 0.81, "purity": 0.97}, True)
+        ```python
+        study.tell(trial, 0.42)
+        told = study.tell(trial, {"yield": 0.81, "purity": 0.97})
+        told.values, told.feasible          # ({"yield": 0.81, "purity": 0.97}, True)
+        ```
         """
         number, known = self._known(trial)
         body = self._with_token(result_body(value), known)
@@ -184,8 +205,10 @@ class Study:
         """Fail ``trial`` (a ``Trial`` or its number), saying why; returns the trial as the server left it. The
         policy gets no value from it (a study with ``failures="avoid"`` steers away from where it failed).
 
-            study.fail(trial, "thermocouple open")
-            study.fail(12, "sample spilled")
+        ```python
+        study.fail(trial, "thermocouple open")
+        study.fail(12, "sample spilled")
+        ```
         """
         number, known = self._known(trial)
         body = self._with_token({"state": "failed", "reason": reason}, known)
@@ -231,9 +254,11 @@ class Study:
         stores the result once and returns the same next trials (one Idempotency-Key for both halves).
         ``value`` is a number or a mapping of named values, as in ``tell``.
 
-            trial = study.ask()
-            while ...:
-                trial = study.tell_and_ask(trial, {"yield": measure(trial.params), "purity": purity()})
+        ```python
+        trial = study.ask()
+        while ...:
+            trial = study.tell_and_ask(trial, {"yield": measure(trial.params), "purity": purity()})
+        ```
         """
         if (value is None) == (reason is None):
             raise ValueError("tell_and_ask: give a value, or a reason to fail the trial, not both")
@@ -259,9 +284,11 @@ class Study:
         """Extend ``trial``'s lease (a ``Trial`` or its number) by the server's lease length
         (``LOCALBO_LEASE_SECONDS``), for an evaluation that outlasts it: a trial whose lease ends is failed.
 
-            while not rig.done():
-                study.heartbeat(trial)
-                time.sleep(600)
+        ```python
+        while not rig.done():
+            study.heartbeat(trial)
+            time.sleep(600)
+        ```
         """
         number, known = self._known(trial)
         data = self.client.request("POST", f"{self._path}/trials/{number}/heartbeat", idempotent=True)
@@ -271,7 +298,9 @@ class Study:
         """Record an evaluation made elsewhere (warm start): its ``params`` and its result, ``value`` a number or
         named values, as in ``tell``.
 
-            study.add_trial({"a": 0.2, "b": 0.3, "c": 0.5}, {"yield": 0.64, "purity": 0.96})
+        ```python
+        study.add_trial({"a": 0.2, "b": 0.3, "c": 0.5}, {"yield": 0.64, "purity": 0.96})
+        ```
         """
         data = self.client.request(
             "POST", f"{self._path}/trials", json={"params": params, **result_body(value)}, idempotent=True
@@ -283,8 +312,10 @@ class Study:
         ``value``, ``params_<name>`` per parameter, ``values_<metric>`` per named metric, ``feasible``, ``source``,
         ``candidate``, ``reason``, ``note``. Needs ``pip install "localbo-client[pandas]"``.
 
-            df = study.trials_dataframe(state="complete")
-            df.sort_values("value").head()
+        ```python
+        df = study.trials_dataframe(state="complete")
+        df.sort_values("value").head()
+        ```
         """
         try:
             import pandas as pd
@@ -321,18 +352,22 @@ class Study:
 
     def trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> list[Trial]:
         """Every trial numbered above ``after`` (only those in ``state``, when given: ``running``, ``complete``,
-        ``failed``), in number order, read ``page_size`` at a time.
+        ``failed``, ``stale``), in number order, read ``page_size`` at a time.
 
-            done = study.trials(state="complete")
-            [(t.number, t.value) for t in done]          # [(1, 0.42), (2, 0.57), ...]
+        ```python
+        done = study.trials(state="complete")
+        [(t.number, t.value) for t in done]          # [(1, 0.42), (2, 0.57), ...]
+        ```
         """
         return list(self.iter_trials(state=state, after=after, page_size=page_size))
 
     def iter_trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> Iterator[Trial]:
         """``trials``, one page at a time, for a study too large to hold at once.
 
-            for trial in study.iter_trials(state="failed"):
-                print(trial.number, trial.reason)
+        ```python
+        for trial in study.iter_trials(state="failed"):
+            print(trial.number, trial.reason)
+        ```
         """
         while True:
             params = {"after": after, "limit": page_size, **({"state": state} if state else {})}
@@ -347,7 +382,9 @@ class Study:
         """A study with several objectives: its Pareto front, the non-dominated feasible completed trials by number
         (a study with one objective: its best trial, as ``best``).
 
-            [(t.number, t.values) for t in study.pareto]   # [(4, {"yield": 0.81, "cost": 3.1}), ...]
+        ```python
+        [(t.number, t.values) for t in study.pareto]   # [(4, {"yield": 0.81, "cost": 3.1}), ...]
+        ```
         """
         return [Trial.from_json(t, self) for t in self.client.request("GET", f"{self._path}/pareto")["trials"]]
 
@@ -356,7 +393,9 @@ class Study:
         """A study with several objectives: the volume its front dominates up to the reference point (None before
         a feasible result); ``front()`` has the reference point used and the history.
 
-            study.hypervolume                   # 1.73
+        ```python
+        study.hypervolume                   # 1.73
+        ```
         """
         value = self.front()["hypervolume"]
         return None if value is None else float(value)
@@ -365,8 +404,10 @@ class Study:
         """``GET .../pareto`` as the server answers it: trials, hypervolume, reference_point (and whether it was
         inferred), history.
 
-            front = study.front()
-            front["reference_point"], front["hypervolume"]     # ({"yield": 0.0, "cost": 10.0}, 1.73)
+        ```python
+        front = study.front()
+        front["reference_point"], front["hypervolume"]     # ({"yield": 0.0, "cost": 10.0}, 1.73)
+        ```
         """
         data: dict[str, Any] = self.client.request("GET", f"{self._path}/pareto")
         return data
@@ -376,8 +417,10 @@ class Study:
         """The best trial: the best *feasible* one in a study with outcome constraints (None until one is).
         ``Conflict`` for a study with several objectives: see ``pareto``.
 
-            best = study.best
-            best.number, best.value, best.params        # (31, 0.12, {"x": 0.64})
+        ```python
+        best = study.best
+        best.number, best.value, best.params        # (31, 0.12, {"x": 0.64})
+        ```
         """
         data = self.client.request("GET", f"{self._path}/best")
         return Trial.from_json(data, self) if data else None
@@ -386,8 +429,10 @@ class Study:
         """The study and all its trials: ``format="json"``, a dict (``study``: its record; ``trials``: every
         trial's); ``"csv"``, the text of a CSV file, one row a trial.
 
-            Path("beam.csv").write_text(study.export("csv"))
-            record = study.export()                       # {"study": {...}, "trials": [...]}
+        ```python
+        Path("beam.csv").write_text(study.export("csv"))
+        record = study.export()                       # {"study": {...}, "trials": [...]}
+        ```
         """
         return self.client.request("GET", f"{self._path}/export", params={"format": format})
 
@@ -402,7 +447,9 @@ class Study:
         """Ask, evaluate ``fn(params)`` and tell, ``n_trials`` times over ``n_workers`` threads. ``fn`` returns a
         number, or a mapping of named values for a study that names metrics (as ``tell`` takes them):
 
-            study.optimize(lambda p: {"yield": run(p), "purity": assay(p)}, n_trials=40)
+        ```python
+        study.optimize(lambda p: {"yield": run(p), "purity": assay(p)}, n_trials=40)
+        ```
 
         Each ask waits for the policy (``wait_seconds``, 15 minutes by default, cut to the server's
         LOCALBO_ASK_WAIT_MAX_SECONDS) rather than take fallback points; None: the server's default wait.
@@ -422,11 +469,13 @@ class Study:
         stayed down past the retry budget), the user interrupted, or there is no cause, only a short last try.
         A ``Trial``'s with-block calls it on an exception; call it yourself where there is no with-block:
 
-            try:
-                value = measure(trial.params)
-            except RigFault as exc:
-                study.abandon(trial, f"rig fault: {exc}", exc)
-                raise
+        ```python
+        try:
+            value = measure(trial.params)
+        except RigFault as exc:
+            study.abandon(trial, f"rig fault: {exc}", exc)
+            raise
+        ```
         """
         short = cause is None or isinstance(cause, (*SERVICE_ERRORS, KeyboardInterrupt, SystemExit))
         try:

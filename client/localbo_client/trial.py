@@ -42,29 +42,51 @@ class Trial:
     outcome constraints, ``feasible`` (whether every one held); ``value`` is then the objective's. Both stay
     None for a study without metrics, and until the trial is complete.
 
-        with study.ask() as trial:
-            trial.tell({"yield": 0.81, "purity": 0.97})
-        trial.values, trial.feasible        # ({"yield": 0.81, "purity": 0.97}, True)
+    ```python
+    with study.ask() as trial:
+        trial.tell({"yield": 0.81, "purity": 0.97})
+    trial.values, trial.feasible        # ({"yield": 0.81, "purity": 0.97}, True)
+    ```
 
     ``note`` is a person's note on the trial (``set_note``), None when it has none.
     """
 
     number: int
+    """The trial's number in its study, from 1 (``study.tell(7, ...)`` names it)."""
     params: dict[str, Any]
+    """Parameter name -> value in the study's units: ``{"temp": 612.5, "catalyst": "Pt"}``."""
     state: str
+    """``running`` (asked, not told), ``complete``, ``failed`` or ``stale`` (its lease ran out)."""
     value: float | None = None
+    """The value told (a study that names metrics: its objective's); None until complete."""
     reason: str | None = None
+    """Why the trial failed (failed trials only): ``"thermocouple open"``."""
     source: str = ""
+    """Where the point came from: the policy's name (its plan), ``fallback``, ``stale-retry``, ``external`` (an
+    ``add_trial``), or in safe mode ``seed`` and ``fallback-safe``."""
     lease_expires_at: datetime | None = None
-    candidate: str | None = None  # finite spaces: the id of the candidate
+    """Running trials: when the trial turns stale unless ``Study.heartbeat`` extends it."""
+    candidate: str | None = None
+    """Finite spaces: the id of the candidate asked (``"a"``), as ``finite_space`` named it."""
     study: TrialOwner | None = field(default=None, repr=False, compare=False)
+    """The ``Study`` that handed the trial out, which ``tell``, ``fail`` and the with-block use."""
     token: str | None = None
-    values: dict[str, float] | None = None  # every named metric, when the study names them
-    feasible: bool | None = None  # whether every outcome constraint held; None: no constraints, or no result yet
-    note: str | None = None  # a person's note on the trial ("sample 17 was contaminated")
+    """The study instance the trial belongs to (see above); sent back with each tell."""
+    values: dict[str, float] | None = None
+    """Every named metric, when the study names them: ``{"yield": 0.81, "purity": 0.97}``."""
+    feasible: bool | None = None
+    """Whether every outcome constraint held; None: the study has none, or no result yet."""
+    note: str | None = None
+    """A person's note on the trial (``"sample 17 was contaminated"``); None: none."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any], study: TrialOwner | None = None) -> Trial:
+        """A trial from the server's JSON for it (an ask's, a tell's or a listing's), bound to ``study``.
+
+        ```python
+        trial = Trial.from_json(client.request("GET", "/api/v1/studies/beam/trials/3"), study)
+        ```
+        """
         lease = data.get("lease_expires_at")
         return cls(
             number=data["number"],
@@ -83,11 +105,24 @@ class Trial:
         )
 
     def tell(self, value: Result) -> Trial:
-        """Complete this trial: a number, or ``{metric: number}`` for a study that names metrics."""
+        """Complete this trial: a number, or ``{metric: number}`` for a study that names metrics; as
+        ``Study.tell``.
+
+        ```python
+        trial.tell(0.42)
+        trial.tell({"yield": 0.81, "purity": 0.97})
+        ```
+        """
         assert self.study is not None, "this trial is not bound to a study"
         return self.study.tell(self, value)
 
     def fail(self, reason: str) -> Trial:
+        """Fail this trial, saying why; as ``Study.fail``.
+
+        ```python
+        trial.fail("thermocouple open")
+        ```
+        """
         assert self.study is not None, "this trial is not bound to a study"
         return self.study.fail(self, reason)
 
@@ -95,8 +130,10 @@ class Trial:
         """Write this trial's note (at most 2000 characters; ``""`` or None clears it), in any state; the
         policy sees no change. Needs a token with the write scope.
 
-            trial.set_note("sample 17 was contaminated")
-            trial.note                          # 'sample 17 was contaminated'
+        ```python
+        trial.set_note("sample 17 was contaminated")
+        trial.note                          # 'sample 17 was contaminated'
+        ```
         """
         assert self.study is not None, "this trial is not bound to a study"
         return self.study.set_trial_note(self, note)
@@ -107,7 +144,13 @@ class Trial:
     def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
         """An exception in the block (the objective's, a tell that gave up, Ctrl-C) fails the trial, best effort,
         and propagates; leaving the block without a tell fails it too. A tell by the study that handed the trial
-        out counts, whether it names the trial or its number."""
+        out counts, whether it names the trial or its number.
+
+        ```python
+        with study.ask() as trial:
+            trial.tell(measure(trial.params))     # raises? the trial is failed with the exception's text
+        ```
+        """
         if self.study is None or self.state != "running":
             return
         if exc is not None:
