@@ -2,12 +2,14 @@
 //   #/                         the studies list (views/list.js)
 //   #/study/NAME               a study (views/study.js, which mounts the panels in panels/)
 //   #/study/NAME/trial/N       one trial (views/trial.js)
+//   #/compare?studies=A,B,C    up to 4 studies side by side (views/compare.js)
 
 import { AuthError } from "./api.js";
 import { html, render } from "./html.js";
 import { route, startRouter } from "./router.js";
 import { askForToken, onTokenButton, ready, setLive } from "./shell.js";
 import { listView } from "./views/list.js";
+import { compareView } from "./views/compare.js";
 import { studyView } from "./views/study.js";
 import { trialView } from "./views/trial.js";
 
@@ -20,6 +22,7 @@ const router = startRouter({
   routes: [
     route(/^#\/study\/([^/]+)\/trial\/(\d+)$/, trialView, (m) => ({ name: name(m), number: Number(m[2]) })),
     route(/^#\/study\/([^/]+)\/?$/, studyView, (m) => ({ name: name(m) })),
+    route(/^#\/compare\/?$/, compareView), // its query: the studies
   ],
   fallback: route(/^/, listView),
   onError(error, { retry }) {

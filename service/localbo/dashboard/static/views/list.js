@@ -9,6 +9,10 @@ import { ago, dateTime, duration, fmt } from "../format.js";
 import { STALL_FACTOR, liveness, summaryStall } from "../liveness.js";
 import { directionWord, objectiveLabel, several } from "../objectives.js";
 import { ready, setLive } from "../shell.js";
+import { MAX_COMPARED, compareHref } from "./compare.js";
+
+// the studies ticked for comparison (kept while the page is open: back from a comparison, they stay ticked)
+const chosen = new Set();
 
 function studyRow(s) {
   const m = s.summary;
@@ -23,6 +27,7 @@ function studyRow(s) {
   const quiet = stop.stopped;
   const fallbacks = m.n_fallback ?? 0;
   return html`<tr data-study="${s.name}" data-trouble="${quiet || trouble ? "1" : "0"}">
+    <td class="pick"><input type="checkbox" data-pick="${s.name}" aria-label="compare ${s.name}"${chosen.has(s.name) ? " checked" : ""}></td>
     <td><a href="#/study/${encodeURIComponent(s.name)}">${s.name}</a></td>
     <td>${s.policy}</td>
     <td>${several(s) ? html`<span title="${s.objectives.map(objectiveLabel).join(", ")}">${s.objectives.length} objectives</span>` : s.direction}</td>
@@ -63,13 +68,47 @@ export const listView = {
   title: () => "studies",
   crumbs: () => html`studies`,
   async mount(root, _params, signal) {
-    render(root, html`<h1 tabindex="-1">Studies</h1><p class="dim" id="list-note"></p><div id="studies"></div>`);
+    render(
+      root,
+      html`<h1 tabindex="-1">Studies</h1><p class="dim" id="list-note"></p>
+        <div class="compare-bar" id="compare-bar" hidden><button type="button" id="compare-button" data-testid="compare-button">Compare</button>
+          <span id="compare-status" data-testid="compare-status" role="status">Tick 2 to ${String(MAX_COMPARED)} studies to compare them.</span></div>
+        <div id="studies"></div>`,
+    );
     const list = root.querySelector("#studies");
+    const bar = root.querySelector("#compare-bar");
+    const status = root.querySelector("#compare-status");
+    const say = (text) => (status.textContent = text);
+    const counted = () => `${chosen.size} of at most ${MAX_COMPARED} ticked${chosen.size < 2 ? ": tick at least 2 to compare" : ""}.`;
+    // at most MAX_COMPARED: a fifth tick is undone and the status says why
+    list.addEventListener("change", (event) => {
+      const box = event.target.closest?.("input[data-pick]");
+      if (!box) return;
+      const name = box.dataset.pick;
+      if (box.checked && !chosen.has(name) && chosen.size >= MAX_COMPARED) {
+        box.checked = false;
+        say(`At most ${MAX_COMPARED} studies can be compared at once: untick one of ${[...chosen].join(", ")} first.`);
+        return;
+      }
+      if (box.checked) chosen.add(name);
+      else chosen.delete(name);
+      say(counted());
+    });
+    root.querySelector("#compare-button").addEventListener("click", () => {
+      if (chosen.size < 2) return say(`Tick at least 2 studies to compare (at most ${MAX_COMPARED}).`);
+      window.location.hash = compareHref([...chosen]);
+    });
     const show = (studies) => {
+      const names = new Set(studies.map((s) => s.name));
+      const before = chosen.size;
+      for (const name of chosen) if (!names.has(name)) chosen.delete(name); // deleted since
+      bar.hidden = studies.length < 2;
+      // redrawing the rows keeps a focused tick box focused
+      const focused = document.activeElement?.dataset?.pick ?? null;
       render(
         list,
         studies.length
-          ? html`<div class="scroll"><table class="grid" data-testid="studies"><thead><tr><th scope="col">name</th><th scope="col">policy</th><th scope="col">direction</th>
+          ? html`<div class="scroll"><table class="grid" data-testid="studies"><thead><tr><th scope="col" title="tick 2 to ${String(MAX_COMPARED)} studies, then Compare">compare</th><th scope="col">name</th><th scope="col">policy</th><th scope="col">direction</th>
              <th scope="col" class="num">trials</th><th scope="col" class="num" title="a study with several objectives: its hypervolume and front">best value</th><th scope="col">state</th><th scope="col">last result</th>
              <th scope="col" class="num" title="completed trials since the best one">since best</th><th scope="col" class="num" title="completed and failed trials in the last hour">results in the last hour</th>
              <th scope="col" class="num">candidates left</th><th scope="col">last activity</th></tr></thead>
@@ -77,6 +116,8 @@ export const listView = {
           : html`<p>No studies yet. Create one with the Python client or <code>POST /api/v1/studies</code>.</p>`,
       );
       root.querySelector("#list-note").textContent = `${studies.length} studies`;
+      if (focused !== null) [...list.querySelectorAll("input[data-pick]")].find((b) => b.dataset.pick === focused)?.focus();
+      if (chosen.size < before) say(counted());
     };
     let current = (await get("studies", { signal })).studies;
     show(current);

@@ -28,6 +28,7 @@ import * as openPanel from "../panels/open.js";
 import * as tablePanel from "../panels/table.js";
 import * as metadataPanel from "../panels/metadata.js";
 import * as timelinePanel from "../panels/timeline.js";
+import * as edfPanel from "../panels/edf.js"; // the distribution of values (issue 27, item 11)
 // -- analysis panels (owned by the analytics work: slices, surface, importance, parallel) ----------
 import * as importancePanel from "../panels/importance.js";
 import * as surfacePanel from "../panels/surface.js";
@@ -127,6 +128,7 @@ function skeleton(name) {
     <section class="panel" id="tradeoff-panel" aria-labelledby="tradeoff-title" hidden></section>
   </div>
   <section class="panel" id="history-panel" aria-labelledby="history-title"></section>
+  <section class="panel" id="edf-panel" aria-labelledby="edf-title"></section>
   <section class="panel" id="timeline-panel" aria-labelledby="timeline-title"></section>
   <section class="panel" id="constraints-panel" aria-labelledby="constraints-title" hidden></section>
   <div class="two">
@@ -158,6 +160,7 @@ const PANELS = [
   ["hypervolume-panel", hypervolumePanel],
   ["tradeoff-panel", tradeoffPanel],
   ["history-panel", historyPanel],
+  ["edf-panel", edfPanel],
   ["timeline-panel", timelinePanel],
   ["constraints-panel", constraintsPanel],
   ["path-panel", pathPanel],
