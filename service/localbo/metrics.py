@@ -83,7 +83,7 @@ def timed_policy(policy: str, device: str) -> Iterator[None]:
         policy_seconds.labels(policy, device).observe(time.perf_counter() - start)
 
 
-async def counted_stream(stream: AsyncIterator[str]) -> AsyncIterator[str]:
+async def counted_stream(stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """``stream``, counted in ``localbo_event_streams_open`` while a client holds it."""
     event_streams.inc()
     try:

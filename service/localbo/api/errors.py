@@ -186,6 +186,13 @@ class BodySizeLimit:
 
     A study creation may reach ``create_limit`` (a finite space carries its candidates); the route then
     holds any other creation to ``limit`` (``check_create_size``), so only finite spaces get the room.
+
+    Ours rather than FastAPI's ``max_body_size`` (FastAPI 0.165 on Starlette 1.10's
+    ``RequestBodyLimitMiddleware``), which does not do the same job: its 413 reads "Content Too Large" (plain text
+    when the Content-Length is over, JSON when a chunked body runs over), naming neither the limit nor the setting
+    that raises it, which ours does and the client shows; a route's own limit is fixed where the route is declared,
+    where ours come from the app's ``Settings``; and the creation route needs the count of bytes read
+    (``scope["state"]["body_bytes"]``), which Starlette keeps private.
     """
 
     def __init__(self, app: Any, limit: int, create_limit: int | None = None) -> None:

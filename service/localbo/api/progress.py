@@ -1,4 +1,14 @@
-"""Routes for watching a study: its trials as columns, and a server-sent event stream of changes."""
+"""Routes for watching a study: its trials as columns, and a server-sent event stream of changes.
+
+The streams' wire format is FastAPI's (``fastapi.sse``: ``format_sse_event`` frames every event, comment and
+retry hint; ``EventSourceResponse`` is the response), but not its generator endpoints
+(``response_class=EventSourceResponse`` on a function that yields): FastAPI runs such a function inside the
+stream's task group, so a 403 or 404 it raises before its first event ends as an unhandled ``ExceptionGroup``
+(a 500) instead of the JSON error; it sends each yielded event on its own, where one poll's events go out here
+in one write; and its keep-alive is a fixed private interval, where ours follows the study's feed and stops
+when the server shuts down. The routes still declare ``response_class=StreamingResponse``: with
+``EventSourceResponse`` there, the OpenAPI document would give their JSON errors the event-stream media type.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from fastapi.sse import EventSourceResponse, format_sse_event
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
@@ -21,6 +32,8 @@ from localbo.broadcast import Live
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
 KEEPALIVE_SECONDS = 15.0
+KEEPALIVE = format_sse_event(comment="keep-alive")  # b": keep-alive\n\n": keeps proxies from closing a quiet stream
+RECONNECT = format_sse_event(retry=2000)  # b"retry: 2000\n\n": a browser reconnects after 2 s
 ISO_DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
 
 After = Annotated[int, Query(ge=0, le=DB_INT_MAX, description="Only trials numbered above this")]
@@ -85,14 +98,19 @@ def study_json(study: dict) -> str:
     return StudyOut.model_validate(study).model_dump_json()
 
 
-def _event_stream(stream: AsyncIterator[str]) -> StreamingResponse:
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(metrics.counted_stream(stream), media_type="text/event-stream", headers=headers)
+def _event_stream(stream: AsyncIterator[bytes]) -> StreamingResponse:
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy buffers or caches the stream
+    return EventSourceResponse(metrics.counted_stream(stream), headers=headers)
 
 
-async def _studies_stream(hub: Live, who: Principal, closing: anyio.Event) -> AsyncIterator[str]:
+def _event(name: str, data: str) -> bytes:
+    """One event, ``event: NAME`` and its ``data:`` line(s), framed by FastAPI's SSE encoder."""
+    return format_sse_event(event=name, data_str=data)
+
+
+async def _studies_stream(hub: Live, who: Principal, closing: anyio.Event) -> AsyncIterator[bytes]:
     """The process's one studies list, filtered to what ``who`` may read, sent when that view changes."""
-    yield "retry: 2000\n\n"
+    yield RECONNECT
     seen, sent = 0, None
     quiet_since = anyio.current_time()
     async with hub.studies.watching():
@@ -103,22 +121,22 @@ async def _studies_stream(hub: Live, who: Principal, closing: anyio.Event) -> As
                 seen, view = snapshot.version, snapshot.view(who.can_read)
                 if view != sent:
                     sent, quiet_since = view, anyio.current_time()
-                    yield f"event: studies\ndata: {view}\n\n"
+                    yield _event("studies", view)
             if anyio.current_time() - quiet_since >= KEEPALIVE_SECONDS and not closing.is_set():
                 quiet_since = anyio.current_time()
-                yield ": keep-alive\n\n"
+                yield KEEPALIVE
 
 
-async def _study_stream(hub: Live, feed: progress.Feed, closing: anyio.Event) -> AsyncIterator[str]:
+async def _study_stream(hub: Live, feed: progress.Feed, closing: anyio.Event) -> AsyncIterator[bytes]:
     """The study's changes as the process's one poll of it reads them, less what this viewer has seen, until
     ``gone``, the client leaves, or the server stops."""
-    yield "retry: 2000\n\n"
+    yield RECONNECT
     quiet_since = anyio.current_time()
     async with hub.watching(feed) as study:
         seen, events = await study.catch_up(feed)
         while True:
             if events:  # one write for what one poll found (its trials and the study's head), not one each
-                yield "".join(f"event: {name}\ndata: {data}\n\n" for name, data in events)
+                yield b"".join(_event(name, data) for name, data in events)
             if any(name == "gone" for name, _ in events):
                 return
             now = anyio.current_time()
@@ -126,7 +144,7 @@ async def _study_stream(hub: Live, feed: progress.Feed, closing: anyio.Event) ->
                 quiet_since = now
             elif now - quiet_since >= KEEPALIVE_SECONDS and not closing.is_set():
                 quiet_since = now
-                yield ": keep-alive\n\n"
+                yield KEEPALIVE
             if closing.is_set():
                 return
             wait = max(0.0, quiet_since + KEEPALIVE_SECONDS - anyio.current_time())
