@@ -63,6 +63,19 @@ export async function get(path, { signal, as = "json" } = {}) {
   return as === "blob" ? response.blob() : response.json();
 }
 
+// PUT API + path with a JSON body (a note): the answer's JSON; AuthError on 401 / 403, HttpError otherwise.
+export async function put(path, body, { signal } = {}) {
+  const response = await fetch(API + path, {
+    method: "PUT",
+    headers: { ...headers(), "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (response.status === 401 || response.status === 403) throw new AuthError(response.status, await detail(response));
+  if (!response.ok) throw new HttpError(response.status, await detail(response));
+  return response.json();
+}
+
 // Reads an event stream; calls onEvent(name, data) per event and onState("live" | "retrying" | "closed").
 // Reconnects with backoff, asking each time for what came after the last trial it saw (params()).
 // A view's signal, when given, ends the stream with the view.

@@ -2,7 +2,7 @@
 // crumbs(params) -> html``}; on navigation the router aborts the old view's requests (signal: pass it to
 // api.get), calls its unmount, mounts the next and moves focus to the new page's h1.
 // A hash may carry a query after "?" (#/study/NAME?state=failed): routes match the part before it, and the
-// view gets it as params.query (the text after "?"); setQuery() rewrites it in place (shareable, no remount).
+// view gets it as params.query (the text after "?"); setQuery() changes it in place (shareable, no remount).
 
 import { html, render } from "./html.js";
 
@@ -17,14 +17,15 @@ function splitHash() {
   return at < 0 ? [hash, ""] : [hash.slice(0, at), hash.slice(at + 1)];
 }
 
-// Replaces the current hash's query (a URLSearchParams or {key: value}; empty values dropped) without a
-// navigation: the view stays mounted, the address bar holds a URL that restores the same state.
+// Sets keys of the current hash's query ({key: value}; an empty value removes its key, other keys stay) without
+// a navigation: the view stays mounted, and the address bar holds a URL that restores the same state.
 export function setQuery(values) {
-  const query = new URLSearchParams();
-  for (const [k, v] of values instanceof URLSearchParams ? values : Object.entries(values)) {
-    if (v !== null && v !== undefined && v !== "") query.set(k, v);
+  const [hash, search] = splitHash();
+  const query = new URLSearchParams(search);
+  for (const [k, v] of Object.entries(values)) {
+    if (v === null || v === undefined || v === "") query.delete(k);
+    else query.set(k, v);
   }
-  const [hash] = splitHash();
   const text = query.toString();
   const url = `${window.location.pathname}${window.location.search}${hash}${text ? `?${text}` : ""}`;
   if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) history.replaceState(history.state, "", url);

@@ -1,5 +1,5 @@
 // Values by trial: every value, the best so far, failed and running trials in lanes of their own; a
-// tooltip (mouse and touch) with the trial's state, value, candidate, failure reason and parameters. On a
+// tooltip (mouse and touch) with the trial's state, value, candidate, failure reason, note and parameters. On a
 // study with outcome constraints, infeasible trials are hollow marks and the best so far is the best feasible.
 
 import { html, render } from "../html.js";
@@ -39,6 +39,7 @@ export function mount(el, study) {
     if (k < 1 || k > data.value.length || !data.state[k - 1]) return (tip.hidden = true);
     const i = k - 1;
     const reason = data.reasons[String(k)];
+    const note = study.notes?.[String(k)];
     const candidate = data.candidate[i];
     // full precision: a tooltip is where a value is read exactly (the trial's page has it to copy)
     const params = data.x[i]
@@ -51,7 +52,9 @@ export function mount(el, study) {
         data.feasible[i] === false ? html` · <span class="tip-infeasible">infeasible</span>` : ""
       }${
         candidate !== undefined && candidate !== null ? html` · candidate ${candidate}` : ""
-      }${data.source[i] && data.source[i] !== study.policyName ? html` · ${sourceBadge(data.source[i])}` : ""}</div>${reason ? html`<div class="tip-reason">${reason}</div>` : ""}${params}${
+      }${data.source[i] && data.source[i] !== study.policyName ? html` · ${sourceBadge(data.source[i])}` : ""}</div>${reason ? html`<div class="tip-reason">${reason}</div>` : ""}${
+      note ? html`<div class="tip-note" data-testid="tip-note">note: ${note}</div>` : ""
+    }${params}${
         study.names.length > TIP_PARAMS ? html`<div class="dim-tip">… ${study.names.length - TIP_PARAMS} more</div>` : ""
       }`,
     );

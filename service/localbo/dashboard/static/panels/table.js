@@ -1,13 +1,17 @@
 // The trials, sortable and paged: number (a link to the trial's page), state and failure reason (in
 // full, expandable when long), value, candidate id (finite studies), on a study with outcome constraints
 // whether each trial was feasible and each constrained metric (a value past its bound marked), parameters in
-// user units, source, finished (date and time). Filters: the state select and the study's brushed selection.
+// user units, source, finished (date and time) and, once a trial has one, its note (issue 27, item 6).
+// Filters (issue 27, item 7; filters.js): state, source, a value range, one parameter's range or choice and a
+// note's text, all at once and with the study's brushed selection; they live in the page's URL (router.setQuery).
 
 import { API, get, server } from "../api.js";
 import { html, render } from "../html.js";
 import { cell, constraintText, dateTime, fmt, fromUnit, meets } from "../format.js";
-import { sourceBadge } from "../source.js";
+import { sourceBadge, sourceText } from "../source.js";
 import { FALLBACKS } from "../charts.js";
+import { STATES, describeFilters, filterTrials, filtersQuery, isFiltered, parseFilters } from "../filters.js";
+import { setQuery } from "../router.js";
 
 const PAGE = 50;
 const SHORT_REASON = 60;
@@ -34,23 +38,90 @@ function reasonCell(reason, number, opened) {
   )}…</summary><div class="reason-full">${reason}</div></details>`;
 }
 
+// a trial's note in its row: in full when short, else the start of it, expandable (as a long failure reason)
+function noteCell(note, number, opened) {
+  if (!note) return html`<td data-testid="note-cell"></td>`;
+  if (note.length <= SHORT_REASON) return html`<td data-testid="note-cell"><div class="note-text">${note}</div></td>`;
+  return html`<td data-testid="note-cell"><details class="note" data-note="${number}" ${opened.has(number) ? "open" : ""}><summary>${note.slice(
+    0,
+    SHORT_REASON,
+  )}…</summary><div class="note-text">${note}</div></details></td>`;
+}
+
+// The filter controls: each a labelled field; the parameter's bounds are in user units (a categorical: a choice)
+function filterForm(study) {
+  const field = (name, label, type = "number") =>
+    html`<label>${label} <input name="${name}" type="${type}"${type === "number" ? html` step="any" inputmode="decimal"` : ""} size="7"></label>`;
+  return html`<form class="filters" role="search" aria-label="Filter the trials" data-testid="filters">
+    <label>state <select id="filter" name="state"><option value="">all</option>${STATES.map((s) => html`<option>${s}</option>`)}</select></label>
+    <label>source <select name="source"><option value="">all</option></select></label>
+    <span class="filter-range">${field("value_min", "value from")} ${field("value_max", "to")}</span>
+    <span class="filter-range"><label>parameter <select name="param"><option value="">none</option>${study.names.map(
+      (n) => html`<option>${n}</option>`,
+    )}</select></label>
+      <span data-bounds>${field("param_min", "from")} ${field("param_max", "to")}</span>
+      <label data-choice hidden>is <select name="param_is"><option value="">any</option></select></label></span>
+    ${field("note", "note contains", "search")}
+    <button type="button" data-clear>clear filters</button>
+  </form>`;
+}
+
 export function mount(el, study) {
-  const view = { sort: "number", desc: true, page: 0, filter: "" };
+  const view = { sort: "number", desc: true, page: 0, filters: parseFilters(study.query, study.names) };
   const opened = new Set(); // trial numbers whose long failure reason the viewer expanded (kept over redraws)
+  const openedNotes = new Set(); // and whose long note
   let drawnKey = "";
+  let sources = ""; // the source options drawn, and the trials' version they were read at
+  let sourcesRead = -1;
   const exportLink = (format, label) => html`<a data-export="${format}" href="#">${label}</a>`;
   render(
     el,
     html`<div class="panel-head"><h2 id="table-title">Trials</h2>
-      <label>state <select id="filter"><option value="">all</option><option>complete</option><option>running</option><option>failed</option><option>stale</option></select></label>
       <span class="exports">export ${exportLink("csv", "CSV")} · ${exportLink("json", "JSON")}</span>
       <span class="dim" id="brush-note"></span>
     </div>
+    ${filterForm(study)}
+    <p class="dim filter-note" id="filter-note" data-testid="filter-note" role="status"></p>
     <div id="table"></div>`,
   );
-  el.querySelector("#filter").addEventListener("change", (e) => {
-    view.filter = e.target.value;
+  const form = el.querySelector("form.filters");
+  const input = (name) => form.elements.namedItem(name);
+  // the parameter's bounds or choice, as its type asks
+  const paramFields = () => {
+    const j = study.names.indexOf(view.filters.param);
+    const spec = j >= 0 ? study.specs[j] : null;
+    const categorical = spec?.type === "categorical";
+    form.querySelector("[data-bounds]").hidden = !spec || categorical;
+    form.querySelector("[data-choice]").hidden = !categorical;
+    if (categorical) {
+      render(input("param_is"), html`<option value="">any</option>${spec.choices.map((c) => html`<option>${String(c)}</option>`)}`);
+    }
+  };
+  const showFilters = () => {
+    for (const [k, v] of Object.entries(view.filters)) if (k !== "source" && input(k)) input(k).value = v;
+    paramFields();
+    if (input("param_is")) input("param_is").value = view.filters.param_is;
+  };
+  showFilters();
+  const changed = () => {
+    const f = Object.fromEntries([...new FormData(form)].map(([k, v]) => [k, String(v).trim()]));
+    const another = f.param !== view.filters.param; // another parameter: its bounds start empty
+    if (another) f.param_min = f.param_max = f.param_is = "";
+    view.filters = parseFilters(new URLSearchParams(filtersQuery(f)).toString(), study.names);
+    if (another) showFilters();
     view.page = 0;
+    setQuery(filtersQuery(view.filters));
+    study.rerender();
+  };
+  form.addEventListener("input", changed);
+  form.addEventListener("change", changed);
+  form.addEventListener("submit", (event) => event.preventDefault());
+  form.querySelector("[data-clear]").addEventListener("click", () => {
+    view.filters = parseFilters("", study.names);
+    showFilters();
+    input("source").value = "";
+    view.page = 0;
+    setQuery(filtersQuery(view.filters));
     study.rerender();
   });
 
@@ -115,23 +186,51 @@ export function mount(el, study) {
       setExportLinks();
       const { data, names, specs } = study;
       // nothing to redraw when neither the trials nor the order changed (keeps focus, selection, scroll)
-      const key = [data.version, view.sort, view.desc, view.page, view.filter, study.brushed ? "brushed" : ""].join("|");
+      // the sources seen so far, as options (the chosen one kept even before a trial of it shows up)
+      if (data.version !== sourcesRead) {
+        sourcesRead = data.version;
+        const seen = [...new Set([...data.source, view.filters.source])].filter(Boolean).sort();
+        if (seen.join("|") !== sources) {
+          sources = seen.join("|");
+          render(input("source"), html`<option value="">all</option>${seen.map((s) => html`<option value="${s}">${sourceText(s)}</option>`)}`);
+          input("source").value = view.filters.source;
+        }
+      }
+      const filters = JSON.stringify(view.filters);
+      const key = [data.version, view.sort, view.desc, view.page, filters, study.notesVersion, study.brushed ? "brushed" : ""].join("|");
       if (key === drawnKey && !study.brushed) return;
       drawnKey = key;
       for (const d of table.querySelectorAll("details[data-number]")) {
         if (d.open) opened.add(Number(d.dataset.number));
         else opened.delete(Number(d.dataset.number));
       }
+      for (const d of table.querySelectorAll("details[data-note]")) {
+        if (d.open) openedNotes.add(Number(d.dataset.note));
+        else openedNotes.delete(Number(d.dataset.note));
+      }
       const shown = names.slice(0, COLUMNS);
       const finite = study.finite;
+      const notes = study.notes ?? {};
+      const noted = Object.keys(notes).length > 0; // a note column once any trial has a note
       const rows = [];
       const brushed = study.brushed;
+      const kept = filterTrials(study, view.filters);
+      let total = 0;
       for (let i = 0; i < data.state.length; i++) {
-        if (!data.state[i] || (view.filter && data.state[i] !== view.filter)) continue;
+        if (!data.state[i]) continue;
+        total++;
+        if (kept && !kept(i)) continue;
         if (brushed && !brushed(i)) continue;
         rows.push(i);
       }
       el.querySelector("#brush-note").textContent = brushed ? "filtered by the selection on the chart" : "";
+      const filtered = isFiltered(view.filters);
+      el.querySelector("#filter-note").textContent =
+        filtered || brushed
+          ? `${rows.length} of ${total} trials match${filtered ? ` ${describeFilters(view.filters)}` : ""}${filtered && brushed ? " and" : ""}${
+              brushed ? " the selection on the chart" : ""
+            }`
+          : "";
       const sortKey = view.sort;
       const constraints = study.constraints ?? []; // a column each: the metric, a value past the bound marked
       const value = (i) => {
@@ -141,6 +240,7 @@ export function mount(el, study) {
         if (key === "state") return data.state[i];
         if (key === "completed") return data.completed[i] ?? 0;
         if (key === "candidate") return String(data.candidate[i] ?? "");
+        if (key === "note") return notes[String(i + 1)] ?? "";
         if (key === "feasible") return data.feasible[i] === true ? 1 : data.feasible[i] === false ? 0 : -1;
         if (key.startsWith("constraint:")) {
           const metric = constraints[Number(key.slice(11))]?.metric;
@@ -189,7 +289,9 @@ export function mount(el, study) {
             : ""
         }${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
           (_, j) => html`<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`,
-        )}<td>${sourceBadge(data.source[i])}</td><td class="nowrap">${done ? dateTime(done) : ""}</td></tr>`;
+        )}<td>${sourceBadge(data.source[i])}</td><td class="nowrap">${done ? dateTime(done) : ""}</td>${
+          noted ? noteCell(notes[String(i + 1)], i + 1, openedNotes) : ""
+        }</tr>`;
       });
       const [up, down] = pagerWords(sortKey, view.desc, names);
       // keep the keyboard where it was: the sort button or pager button the viewer pressed
@@ -201,8 +303,8 @@ export function mount(el, study) {
           constraints.length ? html`${head("feasible", "feasible")}${constraints.map((c, k) => head(`constraint:${k}`, constraintText(c)))}` : ""
         }${
           finite ? head("candidate", "candidate") : ""
-        }${shown.map((n) => head(n, n))}<th scope="col">source</th>${head("completed", "finished")}</tr></thead><tbody>${body}</tbody></table></div>
-        ${rows.length ? "" : html`<p class="empty" data-testid="table-empty">${data.state.some(Boolean) ? "No trials match." : "No trials yet."}</p>`}
+        }${shown.map((n) => head(n, n))}<th scope="col">source</th>${head("completed", "finished")}${noted ? head("note", "note") : ""}</tr></thead><tbody>${body}</tbody></table></div>
+        ${rows.length ? "" : html`<p class="empty" data-testid="table-empty">${total ? "No trials match." : "No trials yet."}</p>`}
         <div class="pager"><button type="button" data-page="-1" ${view.page === 0 ? "disabled" : ""}>‹ ${up}</button>
         <span>page ${view.page + 1} of ${pages} · ${rows.length} trials${names.length > shown.length ? ` · first ${shown.length} of ${names.length} parameters shown (all in the export)` : ""}</span>
         <button type="button" data-page="1" ${view.page >= pages - 1 ? "disabled" : ""}>${down} ›</button></div>`,

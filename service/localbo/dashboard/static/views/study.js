@@ -27,6 +27,8 @@ import * as policyPanel from "../panels/policy.js";
 import * as openPanel from "../panels/open.js";
 import * as tablePanel from "../panels/table.js";
 import * as metadataPanel from "../panels/metadata.js";
+import * as notePanel from "../panels/note.js"; // the study's note (issue 27, item 6)
+import { applyNotes, readNotes } from "../notes.js";
 import * as timelinePanel from "../panels/timeline.js";
 import * as edfPanel from "../panels/edf.js"; // the distribution of values (issue 27, item 11)
 // -- analysis panels (owned by the analytics work: slices, surface, importance, parallel) ----------
@@ -118,6 +120,7 @@ function skeleton(name) {
   return html`
   <h1 tabindex="-1">${name}</h1>
   <p class="meta" id="meta"></p>
+  <div class="study-note" id="study-note" data-testid="study-note-line" hidden></div>
   <p class="safe-mode" id="safe-mode" data-testid="safe-mode" hidden></p>
   <div id="policy-alert" role="status"></div>
   <section class="liveness" id="liveness" aria-label="Is it alive"></section>
@@ -152,6 +155,7 @@ function skeleton(name) {
 
 // [element id, panel module]: the order they render in
 const PANELS = [
+  ["study-note", notePanel],
   ["policy-alert", alertPanel],
   ["liveness", livenessPanel],
   ["safe-mode", safetyPanel],
@@ -191,7 +195,7 @@ async function loadCandidates(study, after, signal) {
 export const studyView = {
   title: (p) => p.name,
   crumbs: (p) => html`<a href="#/">studies</a> / ${p.name}`,
-  async mount(root, { name }, signal) {
+  async mount(root, { name, query }, signal) {
     render(root, skeleton(name));
     const path = `studies/${encodeURIComponent(name)}`;
     // the three reads at once; a policy that cannot be read is shown as such, not a failed page
@@ -207,6 +211,7 @@ export const studyView = {
         (error) => ({ error: signal.aborted ? null : String(error.message || error) }),
       );
     const firstPareto = reading.then((i) => (several(i) ? readPareto() : null), () => null);
+    const firstNotes = readNotes(path, signal); // the study's and its trials' notes (null: shown without them)
     const [info, series] = await Promise.all([reading, get(`${path}/series`, { signal })]);
     const names = Object.keys(series.space);
     const specs = names.map((n) => series.space[n]);
@@ -235,6 +240,11 @@ export const studyView = {
       view: { log: false }, // panels' own settings
       openTrials: null, // the open trials with their leases (panels/open.js reads them)
       brushed: null, // (i) => boolean: a selection (brushing) that filters the table and highlights the history
+      query: query ?? "", // the page's URL query: the table's filters (filters.js)
+      note: info.note ?? null, // the study's note; notes: {trial number: note}; notesVersion: as the stream says
+      notes: {},
+      notesVersion: null,
+      canWrite: false, // whether this viewer's token may write notes (panels/note.js asks)
       signal,
       asOf: Date.parse(series.as_of),
       rerender: () => {},
@@ -304,6 +314,7 @@ export const studyView = {
       loadPolicy(false, firstPolicy),
       study.several ? loadPareto(firstPareto) : null,
       needCandidates ? loadCandidates(study, 0, signal) : null,
+      firstNotes.then((read) => applyNotes(study, read)),
     ]);
     draw();
 
@@ -330,6 +341,12 @@ export const studyView = {
         } else if (event === "study") {
           if (payload.policy_state_version !== study.policy?.policy_state_version) loadPolicy();
           else if ((payload.last_policy_error ?? null) !== (study.policy?.last_policy_error ?? null)) loadPolicy();
+          if (payload.notes_version !== undefined && payload.notes_version !== study.notesVersion) {
+            readNotes(path, signal).then((read) => {
+              applyNotes(study, read);
+              study.rerender();
+            });
+          }
         }
       },
       setLive,

@@ -2,7 +2,8 @@
 // source, client id, times, lease and candidate id; on a study that names its metrics, every metric told
 // (the objective's direction, each constraint's bound and whether the value met it) and whether it was feasible.
 // On a study with several objectives: every objective's value at the top, and whether the trial is on the
-// Pareto front (GET .../pareto; never asked of a single-objective study, where it is a 409).
+// Pareto front (GET .../pareto; never asked of a single-objective study, where it is a 409). Its note (issue 27,
+// item 6) under its state, with an editor when the viewer's token may write (GET .../access).
 
 import { HttpError, get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
@@ -11,6 +12,7 @@ import { ready, setLive } from "../shell.js";
 import { directionWord, several } from "../objectives.js";
 import { sourceBadge } from "../source.js";
 import { attrsTable } from "../attrs.js";
+import { mayWrite, noteForm, noteText, saveTrialNote, wireNoteForm } from "../notes.js";
 
 // a number in full precision, selected whole by one click or tap (then copied: Ctrl+C, or the menu)
 const precise = (v) => html`<span class="exact" title="full precision; a click selects it to copy">${exact(v)}</span>`;
@@ -76,7 +78,16 @@ export const trialView = {
     setLive("");
     const path = `studies/${encodeURIComponent(name)}`;
     let front = null; // several objectives: the front's trial numbers (a Set), once read
-    const draw = (t) => {
+    let canWrite = false; // whether this viewer's token may write the note
+    let editing = false; // the note's editor is open: redraws wait for it to close (its text is kept)
+    const noteRow = (t, row) => {
+      if (editing) return row("note", noteForm({ id: "trial-note-input", label: `Note on trial ${t.number}`, value: t.note, testid: "trial-note-form" }), "trial-note");
+      const text = t.note ? noteText(t.note, "trial-note-text") : html`<span class="dim">none</span>`;
+      const edit = canWrite ? html` <button type="button" class="link" data-edit-note>${t.note ? "edit note" : "add a note"}</button>` : "";
+      return row("note", html`${text}${edit}`, "trial-note");
+    };
+    const draw = (t, force = false) => {
+      if (editing && !force) return;
       const studyLink = `#/study/${encodeURIComponent(name)}`;
       const expired = t.state === "stale" || (t.state === "running" && toMs(t.lease_expires_at) !== null && toMs(t.lease_expires_at) <= Date.now());
       const row = (label, value, id) => html`<tr><th scope="row">${label}</th><td data-testid="${id}">${value}</td></tr>`;
@@ -98,6 +109,7 @@ export const trialView = {
             <div class="scroll"><table class="kv" data-testid="trial">
             ${row("state", html`<span class="badge ${expired ? "stale" : t.state}">${t.state}${expired && t.state === "running" ? " (lease expired)" : ""}</span>`, "trial-state")}
             ${several(study) ? objectivesRow(t, study, front, row) : row(objective ? `value (${objective})` : "value", precise(t.value), "trial-value")}
+            ${noteRow(t, row)}
             ${feasible ? row("feasibility", feasible, "trial-feasible") : ""}
             ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
             ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
@@ -126,10 +138,32 @@ export const trialView = {
           <div class="scroll">${attrsTable(t, { testid: "trial-attrs" })}</div>
         </section>`,
       );
+      const form = root.querySelector("[data-testid=trial-note-form]");
+      if (form) {
+        wireNoteForm(form, {
+          async save(text) {
+            trial = await saveTrialNote(path, t.number, text);
+          },
+          done() {
+            editing = false;
+            draw(trial, true);
+            root.querySelector("[data-edit-note]")?.focus();
+          },
+        });
+      }
+      root.querySelector("[data-edit-note]")?.addEventListener("click", () => {
+        editing = true;
+        draw(trial, true);
+      });
     };
     // the study names the metrics, the objective's direction and the constraints' bounds; a trial page
     // shows without them when the study cannot be read
-    const [first, study] = await Promise.all([loadTrial(path, number, signal), get(path, { signal }).catch(() => null)]);
+    const [first, study, write] = await Promise.all([
+      loadTrial(path, number, signal),
+      get(path, { signal }).catch(() => null),
+      mayWrite(path, signal),
+    ]);
+    canWrite = write;
     let trial = first;
     const readFront = async () => {
       if (!several(study)) return;
@@ -142,13 +176,19 @@ export const trialView = {
     await readFront();
     draw(trial);
     ready("trial");
-    // an open trial changes: its state, value and lease come live; the lease's clock ages on screen
+    // an open trial changes: its state, value and lease come live; the lease's clock ages on screen; a note
+    // written elsewhere shows when the study's notes_version moves
     const open = () => trial.state === "running" || trial.state === "stale";
+    let notesVersion = null;
     const unsubscribe = subscribe(
       `${path}/events`,
       () => ({ after: String(number) }),
       async (event, payload) => {
-        if (event !== "trials" || !payload.number.includes(number)) return;
+        if (event === "study") {
+          const moved = notesVersion !== null && payload.notes_version !== notesVersion;
+          notesVersion = payload.notes_version;
+          if (!moved) return;
+        } else if (event !== "trials" || !payload.number.includes(number)) return;
         try {
           trial = await loadTrial(path, number, signal);
           await readFront();
