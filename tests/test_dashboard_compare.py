@@ -192,7 +192,7 @@ def check_comparison(page: Any, want: dict[str, Any]) -> None:
     assert [rows.nth(k).get_attribute("data-study") for k in range(rows.count())] == want["names"]
     for name in want["names"]:
         row = page.get_by_test_id("compare-table").locator(f"tr[data-study='{name}']")
-        assert row.get_by_test_id("edf-best").inner_text() == want["best"][name], name
+        assert row.get_by_test_id("compare-best-value").inner_text() == want["best"][name], name
         assert row.get_by_test_id("compare-policy").inner_text() == want["policy"][name]
         assert row.get_by_test_id("compare-trials").inner_text() == want["trials"][name]
         assert row.get_by_test_id("compare-fallback").inner_text() == want["fallback"][name]
@@ -272,6 +272,24 @@ def test_a_compare_link_opens_as_it_is_and_says_what_it_cannot_show(server: Serv
 
     open_page(page, server.url, "#/compare", view="compare")
     assert page.get_by_test_id("compare-empty").is_visible()
+
+
+def test_a_study_with_several_objectives_is_compared_by_its_first_and_says_so(server: ServerProcess, page: Any) -> None:
+    api, single, two = Api(server.url), unique("cmp-one"), unique("cmp-two")
+    study(api, single, [3.0, 2.0], policy="random")
+    api.create(two, policy="random", objectives=[{"metric": "cost"}, {"metric": "yield", "direction": "maximize"}])
+    for cost in (4.0, 1.0, 2.0):
+        number = api.ask(two)["number"]
+        api.post(f"studies/{two}/trials/{number}/tell", {"values": {"cost": cost, "yield": 10 - cost}})
+    open_page(page, server.url, f"#/compare?studies={single},{two}", view="compare")
+    assert "compared by its first, cost (minimise)" in page.get_by_test_id("compare-several").inner_text()
+    assert page.get_by_test_id("compare-group").count() == 1  # both minimise (cost is the first objective)
+    best = page.evaluate("JSON.parse(document.querySelector('[data-testid=compare-best]').dataset.best)")
+    assert best == {single: 2.0, two: 1.0}
+    row = page.get_by_test_id("compare-table").locator(f"tr[data-study='{two}']")
+    assert row.get_by_test_id("edf-n").inner_text() == "3" and row.get_by_test_id("edf-median").inner_text() == "2"
+    assert row.get_by_test_id("compare-best-value").inner_text() == "1"  # its first objective's best
+    no_panel_failed(page)
 
 
 # colours of the study keys as drawn on the panel: at least 3:1, all different

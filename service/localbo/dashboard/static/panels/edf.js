@@ -129,14 +129,17 @@ export const edfCaption = (direction) =>
     ? "maximise: the share of completed trials with a value at least x; the best values are on the right, and a curve that is higher reaches good values more often"
     : "minimise: the share of completed trials with a value at most x; the best values are on the left, and a curve that is higher reaches good values more often";
 
-// the summary as table cells (the chart's text alternative)
-export const summaryCells = (edf) => html`<td class="num" data-testid="edf-n">${String(edf.n)}</td>
-  <td class="num nowrap" data-testid="edf-best"><span class="exact">${exact(edf.best)}</span></td>
+// the summary as table cells (the chart's text alternative); without its best where the table shows the study's
+// own (the best feasible value, on a study with constraints)
+export const summaryCells = (edf, { best = true } = {}) => html`<td class="num" data-testid="edf-n">${String(edf.n)}</td>
+  ${best ? html`<td class="num nowrap" data-testid="edf-best"><span class="exact">${exact(edf.best)}</span></td>` : ""}
   <td class="num" data-testid="edf-quarter" title="${exact(edf.quarter)}">${fmt(edf.quarter)}</td>
   <td class="num" data-testid="edf-median" title="${exact(edf.median)}">${fmt(edf.median)}</td>
   <td class="num" data-testid="edf-worst" title="${exact(edf.worst)}">${fmt(edf.worst)}</td>`;
 
-export const SUMMARY_HEAD = html`<th scope="col" class="num">completed</th><th scope="col" class="num">best</th>
+export const summaryHead = ({ best = true } = {}) => html`<th scope="col" class="num">completed</th>${
+  best ? html`<th scope="col" class="num">best</th>` : ""
+}
   <th scope="col" class="num" title="the value that the best 25 % of the completed trials reach">best 25 % reach</th>
   <th scope="col" class="num">median</th><th scope="col" class="num">worst</th>`;
 
@@ -174,7 +177,7 @@ export function mount(el, study) {
       <canvas id="edf" class="chart small" role="img" data-testid="edf" aria-label="Empirical distribution of the completed values"></canvas>
       <p class="dim" data-testid="edf-caption"></p>
       <div class="scroll"><table class="grid compact" data-testid="edf-summary"><caption class="table-caption">The distribution in numbers</caption>
-        <thead><tr>${SUMMARY_HEAD}</tr></thead><tbody><tr></tr></tbody></table></div>
+        <thead><tr>${summaryHead()}</tr></thead><tbody><tr></tr></tbody></table></div>
     </div>`,
   );
   const canvas = el.querySelector("#edf");

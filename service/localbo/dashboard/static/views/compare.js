@@ -1,7 +1,7 @@
 // Studies side by side (#/compare?studies=a,b,c), for choosing a policy: up to MAX_COMPARED studies, each in
 // a colour and a line style of its own; their best-so-far curves on one chart (by trial number or by results
-// so far), their distributions of values (panels/edf.js) on another, and a table: policy, trials, best value,
-// median, fallback points. Studies that do not share a direction are compared within each direction (a pair
+// so far), their distributions of values (panels/edf.js) on another, and a table: policy, trials, best value
+// (the study's own: feasible, where it has constraints), the distribution in numbers, fallback points. Studies that do not share a direction are compared within each direction (a pair
 // of charts per direction, and a note saying so); a study with several objectives takes part with its first
 // objective (the value column) and says so. Read once from GET /studies/NAME and /series; not live.
 
@@ -11,7 +11,7 @@ import { COLORS, fmt, niceTicks, padRange, prepare, unit } from "../charts.js";
 import { exact } from "../format.js";
 import { directionWord, several } from "../objectives.js";
 import { ready, setLive } from "../shell.js";
-import { DASHES, SUMMARY_HEAD, ariaSummary, axes, drawEdf, edfCaption, edfOf, summaryCells } from "../panels/edf.js";
+import { DASHES, ariaSummary, axes, drawEdf, edfCaption, edfOf, summaryCells, summaryHead } from "../panels/edf.js";
 
 export const MAX_COMPARED = 4;
 
@@ -182,18 +182,15 @@ export const compareView = {
 
     const table = html`<div class="scroll"><table class="grid" data-testid="compare-table"><caption class="table-caption">Each study in numbers (values of the completed trials)</caption>
       <thead><tr><th scope="col">study</th><th scope="col">policy</th><th scope="col">direction</th><th scope="col" class="num">trials</th>
-        ${SUMMARY_HEAD}<th scope="col" class="num" title="trials handed out as fallback points (the policy failed or was late)">fallback</th></tr></thead>
+        <th scope="col" class="num" title="the study's best value (feasible, where it has constraints)">best value</th>${summaryHead({ best: false })}<th scope="col" class="num" title="trials handed out as fallback points (the policy failed or was late)">fallback</th></tr></thead>
       <tbody>${studies.map((s) => {
         const m = s.info.summary ?? {};
         return html`<tr data-study="${s.name}"><td class="nowrap">${key(s)} <a href="#/study/${encodeURIComponent(s.name)}">${s.name}</a></td>
           <td data-testid="compare-policy">${s.info.policy}</td>
           <td>${s.objective ? `${directionWord(s.direction)} ${s.objective}` : directionWord(s.direction)}</td>
           <td class="num" data-testid="compare-trials">${String(m.n_trials ?? s.series.trials.number.length)}</td>
-          ${
-            s.edf
-              ? summaryCells(s.edf)
-              : html`<td class="num" data-testid="edf-n">0</td><td class="num" data-testid="edf-best">–</td><td class="num">–</td><td class="num">–</td><td class="num">–</td>`
-          }
+          <td class="num nowrap" data-testid="compare-best-value"><span class="exact">${exact(several(s.info) ? bestSoFar(s.series.trials, s.direction).best : m.best_value)}</span></td>
+          ${s.edf ? summaryCells(s.edf, { best: false }) : html`<td class="num" data-testid="edf-n">0</td><td class="num">–</td><td class="num">–</td><td class="num">–</td>`}
           <td class="num" data-testid="compare-fallback">${String(m.n_fallback ?? 0)}</td></tr>`;
       })}</tbody></table></div>`;
 
