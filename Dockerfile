@@ -2,9 +2,15 @@
 #   docker build -t localbo .                      # CPU torch
 #   docker build -t localbo-gpu --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu128 .
 #   docker run -p 127.0.0.1:8000:8000 -e LOCALBO_TOKENS='change-me=admin' -v localbo-data:/data localbo
-FROM python:3.11-slim
+# BASE: any image with Python 3.11 and its venv module (scripts/container_check.sh builds one from Debian's
+# packages with debootstrap, where Docker Hub is out of reach).
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+# a virtual environment: Debian's own Python refuses system-wide pip installs (PEP 668)
+RUN python3 -m venv /opt/localbo
+ENV PATH=/opt/localbo/bin:$PATH
 WORKDIR /app
 
 # torch first, from PyTorch's CPU index: PyPI's default wheel brings several GB of CUDA libraries.
