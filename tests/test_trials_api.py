@@ -83,6 +83,7 @@ def test_external_trials_are_stored_complete_and_numbered_in_turn(api) -> None:
         "completed_at": None,
         "candidate": None,  # only finite spaces name one
         "token": ask(api, name)[0]["token"],  # the study's, as every trial of it carries
+        "note": None,  # a person's note, none yet (PUT .../trials/{n}/note)
     }
     assert api.get(f"/api/v1/studies/{name}/best").json()["number"] == 2
 
