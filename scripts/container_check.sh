@@ -28,7 +28,7 @@ say() { printf '[%4ds] %s\n' "$(( $(date +%s) - started ))" "$*"; }
 impossible() { say "IMPOSSIBLE HERE: $*"; exit 2; }
 failed() { say "FAILED: $*"; "${COMPOSE[@]}" logs --tail 40 2>/dev/null; exit 1; }
 
-say "container check of localbo $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ":!$RESULTS" || echo " with uncommitted changes") on $(uname -srm), $(nproc) cores"
+say "container check of localbo $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- service client migrations deploy Dockerfile pyproject.toml requirements.lock || echo " with uncommitted changes") on $(uname -srm), $(nproc) cores"
 
 # 1. a Docker engine: Debian's docker.io, started here when none runs
 if ! docker info >/dev/null 2>&1; then

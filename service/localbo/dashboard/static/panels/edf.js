@@ -176,7 +176,7 @@ export function mount(el, study) {
     <div data-testid="edf-body">
       <canvas id="edf" class="chart small" role="img" data-testid="edf" aria-label="Empirical distribution of the completed values"></canvas>
       <p class="dim" data-testid="edf-caption"></p>
-      <div class="scroll"><table class="grid compact" data-testid="edf-summary"><caption class="table-caption">The distribution in numbers</caption>
+      <div class="scroll" tabindex="0" role="region" aria-label="The distribution in numbers"><table class="grid compact" data-testid="edf-summary"><caption class="table-caption">The distribution in numbers</caption>
         <thead><tr>${summaryHead()}</tr></thead><tbody><tr></tr></tbody></table></div>
     </div>`,
   );
