@@ -4,6 +4,8 @@ Postgres. Bad notes are a 422 naming ``note`` and store nothing; an unknown tria
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,10 +84,16 @@ def test_a_trial_note_is_written_in_every_state_and_read_wherever_the_trial_is(a
     assert [t["note"] for t in listed] == [f"{CONTAMINATED} #{n}" for n in (1, 2, 3)]
     assert api.get(f"{API}/{name}/best").json()["note"] == f"{CONTAMINATED} #1"
     assert [t["note"] for t in api.get(f"{API}/{name}/export").json()["trials"]] == [t["note"] for t in listed]
+    rows = list(csv.DictReader(io.StringIO(api.get(f"{API}/{name}/export", params={"format": "csv"}).text)))
+    assert [row["note"] for row in rows] == [t["note"] for t in listed]  # the lab's spreadsheet has them too
+    api.put(f"{API}/{name}/trials/1/note", json={"note": "=HYPERLINK(1)"})
+    first = next(csv.DictReader(io.StringIO(api.get(f"{API}/{name}/export", params={"format": "csv"}).text)))
+    assert first["note"] == "'=HYPERLINK(1)", "a note is a text cell: never a spreadsheet formula"
+    api.put(f"{API}/{name}/trials/1/note", json={"note": f"{CONTAMINATED} #1"})
     # the value, state, lease and the policy's state are as they were: a note is for people
     assert without_notes(everything(api, name)) == without_notes(before)
     notes = api.get(f"{API}/{name}/notes").json()
-    assert notes == {"note": None, "trials": {str(n): f"{CONTAMINATED} #{n}" for n in (1, 2, 3)}, "notes_version": 3}
+    assert notes == {"note": None, "trials": {str(n): f"{CONTAMINATED} #{n}" for n in (1, 2, 3)}, "notes_version": 5}
     # the running trial is still told as usual, and keeps its note
     told = api.post(f"{API}/{name}/trials/3/tell", json={"value": 0.5}).json()
     assert told["state"] == "complete" and told["note"] == f"{CONTAMINATED} #3"

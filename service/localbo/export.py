@@ -35,7 +35,7 @@ from localbo.studies import get_row
 
 FORMATS = ("csv", "json")
 BOOKKEEPING = (
-    "number", "state", "value", "feasible", "candidate", "source", "reason", "created_at", "completed_at"
+    "number", "state", "value", "feasible", "candidate", "source", "reason", "created_at", "completed_at", "note"
 )  # fmt: skip
 NAMESPACE = "params."
 METRICS = "values."  # a named metric's column: values.<metric>
@@ -44,10 +44,11 @@ GUARD = "'"
 CSV_COLUMNS = (
     "CSV columns: number, state, value, a study's named metrics as `values.<metric>` and, with outcome "
     "constraints, feasible (true or false), the parameters in space order (a finite space: then candidate, the "
-    "candidate's id), source, reason, created_at, completed_at. A parameter named like one of those columns "
+    "candidate's id), source, reason, created_at, completed_at, note (the trial's note, empty for none). "
+    "A parameter named like one of those columns "
     f"({', '.join(BOOKKEEPING)}), or whose name begins with `{NAMESPACE}` or `{METRICS}`, is the column "
     f"`{NAMESPACE}<name>` "
-    "(`value` -> `params.value`); any other parameter's column is its name. Text cells (parameter names, "
+    "(`value` -> `params.value`); any other parameter's column is its name. Text cells (parameter names, notes, "
     "text choices, candidate ids, reasons) that begin with = + - @, a tab, a carriage return or ' have a ' put "
     "in front, so no spreadsheet runs them as formulas: a reader drops one leading ' from any cell (no number, "
     "time or state begins with one). Numbers are written as they are (-0.5 stays -0.5); true and false for "
@@ -109,7 +110,7 @@ def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
     feasible = ["feasible"] if study["constraints"] else []
     header = ["number", "state", "value", *(text(METRICS + m) for m in metrics), *feasible]
     header += [text(column(n)) for n in names] + ids
-    writer.writerow([*header, "source", "reason", "created_at", "completed_at"])
+    writer.writerow([*header, "source", "reason", "created_at", "completed_at", "note"])
     for t in trials:
         writer.writerow(
             [
@@ -124,6 +125,7 @@ def to_csv(study: StudyRecord, trials: list[TrialRecord]) -> str:
                 cell(t["reason"]),
                 t["created_at"],
                 t["completed_at"] or "",
+                cell(t.get("note")),
             ]
         )
     return out.getvalue()
