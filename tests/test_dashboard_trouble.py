@@ -9,6 +9,7 @@ Old times are written straight into the test server's SQLite file (a fake clock:
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -211,7 +212,9 @@ def test_a_study_stopped_relative_to_its_cadence_says_so_at_the_top_and_in_the_l
     stall = page.get_by_test_id("trouble-stall")
     assert stall.is_visible()
     text = stall.inner_text()
-    assert "No result for 40 min" in text and "usual gap of 1 min" in text and "2 trials are still out" in text, text
+    # 40 min when written; the minutes round, so a slow (loaded) run may read 41 by the time it looks
+    assert re.search(r"No result for 4[01] min", text), text
+    assert "usual gap of 1 min" in text and "2 trials are still out" in text, text
     assert stall.bounding_box()["y"] < 400  # at the top, not 2,400 px down
     page.get_by_test_id("trouble-lease").filter(has_text="2 trials past their lease").wait_for(
         timeout=30_000
@@ -220,7 +223,7 @@ def test_a_study_stopped_relative_to_its_cadence_says_so_at_the_top_and_in_the_l
     assert "2 trials past their lease" in lease and "1 stale" in lease and "1 still running past it" in lease, lease
     # the rate cannot hide the stop: 0 in the last hour... and none for 40 min, beside it
     assert page.locator(".liveness-row").get_attribute("data-stopped") == "1"
-    assert page.get_by_test_id("per-hour-stop").inner_text() == "but none for 40 min"
+    assert re.fullmatch(r"but none for 4[01] min", page.get_by_test_id("per-hour-stop").inner_text())
     assert page.get_by_test_id("typical-gap").inner_text() == "1 min"
     # the history draws both open trials as stale (one is `stale`, the other running past its lease)
     page.wait_for_function("document.querySelector('#history').dataset.stale === '2'", timeout=30_000)
@@ -231,7 +234,7 @@ def test_a_study_stopped_relative_to_its_cadence_says_so_at_the_top_and_in_the_l
     open_page(page, server.url)
     row = page.locator("[data-testid=studies] tr", has_text=name)
     assert row.get_attribute("data-trouble") == "1"
-    assert row.get_by_test_id("stopped").inner_text() == "stopped 40 min"
+    assert re.fullmatch(r"stopped 4[01] min", row.get_by_test_id("stopped").inner_text())
     assert "1 stale" in row.get_by_test_id("stale-count").inner_text()
     calm = page.locator("[data-testid=studies] tr", has_text=lively)
     assert calm.get_by_test_id("stopped").count() == 0 and calm.get_attribute("data-trouble") == "0"

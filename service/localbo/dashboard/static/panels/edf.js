@@ -106,14 +106,24 @@ export function drawEdf(canvas, curves, { direction = "minimize", xLabel = "valu
     ctx.strokeStyle = colour ?? COLORS.lines[0];
     ctx.setLineDash(dash ?? []);
     ctx.beginPath();
-    let y = sy(0);
+    let y = sy(0); // where the path is
     ctx.moveTo(start, y);
+    // flat to each value, then up by its share; the steps within half a pixel of each other are one rise (50,000
+    // values make a few hundred segments, not 100,000)
+    let column = null;
+    let top = y;
     for (const [v, f] of steps) {
       const x = sx(v);
-      ctx.lineTo(x, y); // flat to the value, then up by its share (many steps in one pixel column: one line)
-      y = sy(f);
+      if (column !== null && Math.abs(x - column) < 0.5) {
+        top = sy(f);
+        continue;
+      }
+      if (column !== null) ctx.lineTo(column, (y = top));
       ctx.lineTo(x, y);
+      column = x;
+      top = sy(f);
     }
+    if (column !== null) ctx.lineTo(column, (y = top));
     ctx.lineTo(end, y);
     ctx.stroke();
   }
