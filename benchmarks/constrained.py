@@ -19,12 +19,16 @@ over seeds; a method with a seed that has no feasible point yet at a checkpoint 
     nice -n 10 .venv/bin/python benchmarks/constrained.py --jobs 2 --threads 1     # the full run
     .venv/bin/python benchmarks/constrained.py --evals-for ei=100 --seeds-for ax=1 --evals-for ax=50
     .venv/bin/python benchmarks/constrained.py --resume       # keep the runs in constrained.json, run the rest
+    .venv/bin/python benchmarks/constrained.py --resume --rerun turbo --seeds-for turbo=3 ...  # turbo's code changed
     .venv/bin/python benchmarks/constrained.py --report-only  # rewrite constrained.md from constrained.json
 
 It writes ``benchmarks/results/constrained.json`` (every run's summary and the run's settings) and
 ``constrained.md`` whole, after every finished run (a run stopped early leaves a table of what finished, and says
-so); ``--smoke`` writes into a temp dir (or ``--out``) and refuses ``benchmarks/results``. Findings, by hand:
-``results/constrained_findings.md``.
+so); ``--smoke`` writes into a temp dir (or ``--out``) and refuses ``benchmarks/results``. Every run records the
+commit it ran at. ``--rerun METHOD,..`` (with ``--resume``, after a change to those methods' code): their runs in
+the JSON made at another commit are dropped and run again at this one; every other method's runs are kept as they
+are and none of theirs starts (the table says which commits its rows come from). Give the whole plan (the same
+``--seeds-for`` and ``--evals-for``) so that the table is whole. Findings, by hand: ``results/constrained_findings.md``.
 """
 
 from __future__ import annotations
@@ -261,6 +265,17 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         + (f", cut for the slow methods: {'; '.join(cuts)}" if cuts else "")
         + f"; {meta['jobs']} run(s) side by side, {meta['threads']} torch thread(s) each, niced.",
     ]
+    made_at: dict[str, dict[str, int]] = {}
+    for r in state["runs"]:
+        if r["problem"] in meta["problems"] and r["method"] in meta["methods"]:
+            at = made_at.setdefault(r["method"], {})
+            at[r.get("commit", "not recorded")] = at.get(r.get("commit", "not recorded"), 0) + 1
+    if meta.get("rerun") or len({c for at in made_at.values() for c in at}) > 1:
+        lines += ["", "Runs by commit (`--resume` keeps earlier invocations' runs"
+                  + (f"; `--rerun {','.join(meta['rerun'])}` ran those again at {meta['commit']}" if meta.get("rerun")
+                     else "") + "): "
+                  + "; ".join(f"`{m}` " + ", ".join(f"{n} at {c}" for c, n in sorted(at.items()))
+                              for m, at in made_at.items()) + "."]  # fmt: skip
     if meta.get("not_run"):
         lines += ["", f"**Stopped early** (`--deadline-min {meta['deadline_min']}`): {len(meta['not_run'])} "
                   f"planned run(s) not started: {', '.join(meta['not_run'][:40])}"
@@ -361,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first", default="", help="comma-separated methods whose runs start before the others")
     parser.add_argument("--deadline-min", type=float, help="start no run after this many minutes; table what ran")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the JSON, run the rest")
+    parser.add_argument("--rerun", default="", metavar="METHOD,..",
+                        help="with --resume: run these methods again where their runs are from another commit; "
+                        "keep every other method's runs and start none of theirs")  # fmt: skip
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
     parser.add_argument("--out", type=Path, default=None, help=f"where to write (default {RESULTS})")
@@ -399,19 +417,33 @@ def main(argv: list[str] | None = None) -> int:
     # then SCBO and the GP peer, then the other GP policies: a cut run has those two's seeds first
     first = {m.strip() for m in args.first.split(",") if m.strip()}
     keys.sort(key=lambda k: (k[1] not in first, k[1] not in CHEAP, k[1] not in HEADLINE))  # stable sort
+    rerun = [m.strip() for m in args.rerun.split(",") if m.strip()]
+    if rerun and not args.resume:
+        parser.error("--rerun needs --resume (it replaces runs in the JSON)")
+    if bad := [m for m in rerun if m not in methods]:
+        parser.error(f"--rerun: {bad} not among the methods run")
+    meta = run_meta(__file__, args.smoke)
     state: dict[str, Any] = {"runs": [], "failed": []}
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
-        state["runs"] = [r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys]
+        if rerun:  # the other methods' runs all stay; the named ones' stay where made at this commit
+            state["runs"] = [
+                r for r in old.get("runs", []) if r["method"] not in rerun or r.get("commit") == meta["commit"]
+            ]
+            keys = [k for k in keys if k[1] in rerun]
+        else:
+            state["runs"] = [
+                r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys
+            ]
         done = {(r["problem"], r["method"], r["seed"], r["evals"]) for r in state["runs"]}
         keys = [k for k in keys if k not in done]
-        say(f"resume: {len(done)} run(s) kept from {json_path}, {len(keys)} to go")
-    meta = run_meta(__file__, args.smoke)
+        dropped = len(old.get("runs", [])) - len(state["runs"])
+        say(f"resume: {len(state['runs'])} run(s) kept from {json_path} ({dropped} dropped), {len(keys)} to go")
     meta.update({
         "command": "benchmarks/constrained.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,
         "evals_for": evals_for, "seeds_for": seeds_for, "methods_not_run": skipped, "jobs": args.jobs,
-        "threads": args.threads, "deadline_min": args.deadline_min, "not_run": [],
+        "threads": args.threads, "deadline_min": args.deadline_min, "not_run": [], "rerun": rerun,
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
@@ -424,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             state["failed"].append({"key": label, "error": (error or "?").splitlines()[0]})
             say(f"FAILED {label}: {error}")
         else:
-            state["runs"].append(summary)
+            state["runs"].append({**summary, "commit": meta["commit"]})
             last = summary["best"][str(summary["evals"])]
             say(
                 f"[{time.monotonic() - t0:7.0f} s] {label}: best feasible {last}, {summary['infeasible']} infeasible, "

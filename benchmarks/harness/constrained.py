@@ -72,6 +72,7 @@ SAFE_FALLBACK = "fallback-safe"
 OPTUNA_METHODS = ("tpe", "gpsampler", "optuna-random")
 AX_METHODS = ("ax",)
 FALLBACK = "fallback"
+TRACE_EVERY = 10  # localbo's runs record their policy's display numbers every this many evaluations
 EQ_TOL = 1e-9  # a point off the parameter equality by more than this counts as a parameter-constraint violation
 
 
@@ -255,6 +256,7 @@ class ConstrainedRun:
     equality_violations: int = 0  # points off the parameter equality by more than EQ_TOL
     failed: int = 0  # evaluations that failed (the problem's failure region): no value
     errors: list[str] = field(default_factory=list)
+    policy_trace: dict[str, dict[str, Any]] = field(default_factory=dict)  # localbo: the display's numbers every 10
     wall_s: float = 0.0
     cpu_s: float = 0.0
 
@@ -295,6 +297,7 @@ class ConstrainedRun:
             "failed": self.failed,
             "fallbacks": sum(s in (FALLBACK, SAFE_FALLBACK) for s in self.source),
             "equality_violations": self.equality_violations,
+            **({"policy_trace": self.policy_trace} if self.policy_trace else {}),
             "errors": self.errors[:5],
             "n_errors": len(self.errors),
             "wall_s": round(self.wall_s, 2),
@@ -385,6 +388,10 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
             version += 1
         x, source = queue.popleft()
         result = run.record(problem, problem.to_user(x), source)
+        if len(run.f) % TRACE_EVERY == 0 and stored:  # the policy's state as the dashboard shows it (its last plan)
+            shown = cls.display(cls.load_state(stored)[0], config, len(X_done))
+            if shown is not None:
+                run.policy_trace[str(len(run.f))] = {"phase": shown.phase, **shown.numbers}
         if result is None:  # failed: no value; a point the failure model learns from
             X_failed.append(x)
             continue
