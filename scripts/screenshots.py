@@ -4,7 +4,9 @@ Starts a server on a fresh SQLite file, runs MinUCB on a d = 5 quadratic through
 (``--trials``, 60 by default), adds a Sobol study with a failure and a running trial, and writes with
 headless Chromium, on a desktop (1400 px wide): ``docs/dashboard-studies.png`` (the list),
 ``docs/dashboard-study.png`` (the study page down to its analysis panels) and
-``docs/dashboard-analysis.png`` (importance, the pair surface, slices, parallel coordinates); on a
+``docs/dashboard-analysis.png`` (importance, the pair surface, slices, parallel coordinates),
+``docs/dashboard-compare.png`` (MinUCB beside random search on the same quadratic) and
+``docs/dashboard-dark.png`` (the study page's top in the dark theme); on a
 phone (390 x 844 CSS px, at 2x): ``docs/dashboard-phone.png`` (the study page's first two screens) and
 ``docs/dashboard-phone-analysis.png`` (two screens from its analysis panels down).
 
@@ -38,6 +40,10 @@ def populate(url: str, trials: int) -> None:
     with Client(url) as client:
         study = client.create_study("quadratic-5d", space=SPACE, direction="minimize", policy="minucb", seed=1)
         study.optimize(quadratic, n_trials=trials)
+        study.set_note("MinUCB from the box's centre; x4 re-zeroed before trial 20")
+        study.set_trial_note(12, "sample 12 was contaminated")
+        random = client.create_study("quadratic-5d-random", space=SPACE, direction="minimize", policy="random", seed=1)
+        random.optimize(quadratic, n_trials=trials)
         sobol = client.create_study(
             "furnace-sobol",
             space={"temp": {"type": "float", "low": 300, "high": 900}, "time": {"type": "int", "low": 1, "high": 30}},
@@ -58,6 +64,8 @@ SHOTS = (
     "dashboard-studies.png",
     "dashboard-study.png",
     "dashboard-analysis.png",
+    "dashboard-compare.png",
+    "dashboard-dark.png",
     "dashboard-phone.png",
     "dashboard-phone-analysis.png",
 )
@@ -98,6 +106,14 @@ def main() -> None:
                 clip = {"x": 0, "y": 0, "width": 1400, "height": top}
                 page.screenshot(path=str(args.out / "dashboard-study.png"), full_page=True, clip=clip)
                 page.locator("#analysis").screenshot(path=str(args.out / "dashboard-analysis.png"))
+                page.goto(f"{server.url}/dashboard/#/compare?studies=quadratic-5d,quadratic-5d-random")
+                page.wait_for_selector("body[data-ready='1'][data-view='compare']")
+                page.wait_for_timeout(500)
+                page.locator("main").screenshot(path=str(args.out / "dashboard-compare.png"))
+                dark = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme="dark").new_page()
+                dark.on("pageerror", lambda e: print("page error (dark):", e))
+                open_study(dark, server.url)
+                dark.screenshot(path=str(args.out / "dashboard-dark.png"), clip={"x": 0, "y": 0, "width": 1400, "height": 900})
                 phone = browser.new_context(
                     viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
                 ).new_page()
