@@ -130,3 +130,13 @@ def test_the_benchmark_figures_are_what_the_results_files_say() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme_figures.py"), "--check"],
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_make_run_on_a_fresh_clone_installs_what_serving_needs() -> None:
+    """Issue 28, item 2: scripts/fresh_clone_check.sh's committed output (made by hand: two fresh installs):
+    `make run` served, and its .venv holds none of the test, docs or benchmark tools."""
+    results = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "fresh_clone.txt").read_text()
+    now = results.split("\nnow (", 1)[1]
+    assert "make run served /healthz" in now.splitlines()[0], now
+    for extra in ("playwright", "schemathesis", "optuna-dashboard", "mkdocs", "mujoco"):
+        assert f"has {extra}" not in now, extra
