@@ -19,16 +19,17 @@ over seeds; a method with a seed that has no feasible point yet at a checkpoint 
     nice -n 10 .venv/bin/python benchmarks/constrained.py --jobs 2 --threads 1     # the full run
     .venv/bin/python benchmarks/constrained.py --evals-for ei=100 --seeds-for ax=1 --evals-for ax=50
     .venv/bin/python benchmarks/constrained.py --resume       # keep the runs in constrained.json, run the rest
-    .venv/bin/python benchmarks/constrained.py --resume --rerun turbo --seeds-for turbo=3 ...  # turbo's code changed
+    .venv/bin/python benchmarks/constrained.py --resume --rerun turbo@9275bf0 ...  # turbo changed at 9275bf0
     .venv/bin/python benchmarks/constrained.py --report-only  # rewrite constrained.md from constrained.json
 
 It writes ``benchmarks/results/constrained.json`` (every run's summary and the run's settings) and
 ``constrained.md`` whole, after every finished run (a run stopped early leaves a table of what finished, and says
 so); ``--smoke`` writes into a temp dir (or ``--out``) and refuses ``benchmarks/results``. Every run records the
-commit it ran at. ``--rerun METHOD,..`` (with ``--resume``, after a change to those methods' code): their runs in
-the JSON made at another commit are dropped and run again at this one; every other method's runs are kept as they
-are and none of theirs starts (the table says which commits its rows come from). Give the whole plan (the same
-``--seeds-for`` and ``--evals-for``) so that the table is whole. Findings, by hand: ``results/constrained_findings.md``.
+commit it ran at. ``--rerun METHOD@COMMIT,..`` (with ``--resume``, after a change to those methods' code at COMMIT):
+their runs in the JSON made before COMMIT (at a commit that does not contain it; without ``@COMMIT``: at any other
+commit than this one) are dropped and run again; every other method's runs are kept as they are and none of theirs
+starts (the table says which commits its rows come from). Give the whole plan (the same ``--seeds-for`` and
+``--evals-for``) so that the table is whole. Findings, by hand: ``results/constrained_findings.md``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import subprocess
 import sys
 import time
 import traceback
@@ -93,6 +95,18 @@ def applies(method: str, problem: str) -> bool:
     if method.endswith("-safe"):
         return get_problem(problem).m > 0
     return True
+
+
+def contains(run: dict[str, Any], commit: str) -> bool:
+    """Whether ``run`` was made at ``commit`` or at a later one that contains it (git's ancestry)."""
+    made = run.get("commit")
+    if made is None or made == "unknown":
+        return False
+    if made == commit:
+        return True
+    cwd = Path(__file__).resolve().parent
+    done = subprocess.run(["git", "-C", str(cwd), "merge-base", "--is-ancestor", commit, made], capture_output=True)
+    return done.returncode == 0
 
 
 def checkpoints_for(evals: int) -> list[int]:
@@ -272,8 +286,8 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
             at[r.get("commit", "not recorded")] = at.get(r.get("commit", "not recorded"), 0) + 1
     if meta.get("rerun") or len({c for at in made_at.values() for c in at}) > 1:
         lines += ["", "Runs by commit (`--resume` keeps earlier invocations' runs"
-                  + (f"; `--rerun {','.join(meta['rerun'])}` ran those again at {meta['commit']}" if meta.get("rerun")
-                     else "") + "): "
+                  + (f"; `--rerun {','.join(meta['rerun'])}`: those methods' runs made before that commit ran again"
+                     if meta.get("rerun") else "") + "): "
                   + "; ".join(f"`{m}` " + ", ".join(f"{n} at {c}" for c, n in sorted(at.items()))
                               for m, at in made_at.items()) + "."]  # fmt: skip
     if meta.get("not_run"):
@@ -376,9 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first", default="", help="comma-separated methods whose runs start before the others")
     parser.add_argument("--deadline-min", type=float, help="start no run after this many minutes; table what ran")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the JSON, run the rest")
-    parser.add_argument("--rerun", default="", metavar="METHOD,..",
-                        help="with --resume: run these methods again where their runs are from another commit; "
-                        "keep every other method's runs and start none of theirs")  # fmt: skip
+    parser.add_argument("--rerun", default="", metavar="METHOD@COMMIT,..",
+                        help="with --resume: run these methods again where their runs predate COMMIT (default: are "
+                        "from another commit); keep every other method's runs and start none of theirs")  # fmt: skip
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
     parser.add_argument("--out", type=Path, default=None, help=f"where to write (default {RESULTS})")
@@ -417,18 +431,20 @@ def main(argv: list[str] | None = None) -> int:
     # then SCBO and the GP peer, then the other GP policies: a cut run has those two's seeds first
     first = {m.strip() for m in args.first.split(",") if m.strip()}
     keys.sort(key=lambda k: (k[1] not in first, k[1] not in CHEAP, k[1] not in HEADLINE))  # stable sort
-    rerun = [m.strip() for m in args.rerun.split(",") if m.strip()]
+    meta = run_meta(__file__, args.smoke)
+    since = {m.strip(): (c.strip() or meta["commit"]) for m, _, c in (i.partition("@") for i in args.rerun.split(","))
+             if m.strip()}  # fmt: skip
+    rerun = list(since)
     if rerun and not args.resume:
         parser.error("--rerun needs --resume (it replaces runs in the JSON)")
     if bad := [m for m in rerun if m not in methods]:
         parser.error(f"--rerun: {bad} not among the methods run")
-    meta = run_meta(__file__, args.smoke)
     state: dict[str, Any] = {"runs": [], "failed": []}
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
-        if rerun:  # the other methods' runs all stay; the named ones' stay where made at this commit
+        if rerun:  # the other methods' runs all stay; the named ones' where made since their change
             state["runs"] = [
-                r for r in old.get("runs", []) if r["method"] not in rerun or r.get("commit") == meta["commit"]
+                r for r in old.get("runs", []) if r["method"] not in rerun or contains(r, since[r["method"]])
             ]
             keys = [k for k in keys if k[1] in rerun]
         else:
@@ -443,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "benchmarks/constrained.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,
         "evals_for": evals_for, "seeds_for": seeds_for, "methods_not_run": skipped, "jobs": args.jobs,
-        "threads": args.threads, "deadline_min": args.deadline_min, "not_run": [], "rerun": rerun,
+        "threads": args.threads, "deadline_min": args.deadline_min, "not_run": [],
+        "rerun": [f"{m}@{c}" for m, c in since.items()],
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
