@@ -73,7 +73,8 @@ def test_a_finite_studys_csv_has_its_parameters_and_candidate_ids(api) -> None: 
     assert export.status_code == 200 and export.headers["content-type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(export.text)))
     assert rows[0] == [
-        "number", "state", "value", "temp C", "n", "candidate", "source", "reason", "created_at", "completed_at", "note",
+        "number", "state", "value", "temp C", "n", "candidate", "source", "reason", "created_at", "completed_at",
+        "note",
     ]  # fmt: skip
     by_id = {c["id"]: c["params"] for c in FINITE}
     trials = {t["number"]: t for t in api.get(f"{API}/{name}/trials").json()["trials"]}
