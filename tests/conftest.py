@@ -166,6 +166,13 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh desktop page (1366 x 900) in its own context; any script error on it fails the test."""
+    with checked_page(browser, height=900) as page:
+        yield page
+
+
 @contextmanager
 def checked_page(browser: Any, width: int = 1366, height: int = 768) -> Iterator[Any]:
     """A fresh page in its own browser context; any script error on it fails the test."""

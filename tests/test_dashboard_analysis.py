@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import checked_page, unique
+from conftest import unique
 from harness.processes import ServerProcess
 
 pytestmark = pytest.mark.live
@@ -59,13 +59,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     server = ServerProcess(f"sqlite:///{tmp_path_factory.mktemp('analysis') / 'localbo.db'}")
     yield server
     server.stop()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh page; any script error on it fails the test."""
-    with checked_page(browser, height=900) as page:
-        yield page
 
 
 def post(server: ServerProcess, path: str, body: dict | None = None) -> Any:

@@ -34,12 +34,6 @@ def server(db: Path) -> Iterator[ServerProcess]:
     server.stop()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with checked_page(browser, height=900) as page:
-        yield page
-
-
 def study(api: Api, name: str, values: list[float], **create: Any) -> None:
     api.create(name, **create)
     for v in values:

@@ -73,12 +73,6 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with checked_page(browser, height=900) as page:
-        yield page
-
-
-@pytest.fixture
 def phone(browser: Any) -> Iterator[Any]:
     with checked_page(browser, width=390, height=844) as page:
         yield page

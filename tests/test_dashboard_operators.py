@@ -23,13 +23,6 @@ def server(sqlite_server: ServerProcess) -> ServerProcess:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh page; any script error on it fails the test."""
-    with checked_page(browser, height=900) as page:
-        yield page
-
-
-@pytest.fixture
 def phone(browser: Any) -> Iterator[Any]:
     with checked_page(browser, width=390, height=844) as page:
         yield page

@@ -50,13 +50,6 @@ def server(db: Path) -> Iterator[ServerProcess]:
     server.stop()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh page; any script error on it fails the test."""
-    with checked_page(browser, height=900) as page:
-        yield page
-
-
 def stamp(t: datetime) -> str:
     """A time as the server's SQLite columns hold it: naive UTC."""
     return t.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
