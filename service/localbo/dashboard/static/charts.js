@@ -114,8 +114,8 @@ export function horizontalGrid(ctx, box, yTicks, sy, colour = COLORS.grid) {
   ctx.stroke();
 }
 
-// the grid, the y labels, the x labels from `labelsAt` down, the plot's outline
-function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf) {
+// the grid, the y labels, the x labels from `labelsAt` down, the plot's outline (every chart's frame)
+export function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf, xLabelOf = fmt) {
   horizontalGrid(ctx, box, yTicks, sy);
   ctx.fillStyle = COLORS.axis;
   ctx.textAlign = "right";
@@ -123,7 +123,7 @@ function frameAxes(ctx, box, labelsAt, xTicks, yTicks, sx, sy, xLabel, yLabelOf)
   for (const t of yTicks) ctx.fillText(yLabelOf(t), box.l - 6, sy(t));
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
-  for (const t of xTicks) ctx.fillText(fmt(t), sx(t), labelsAt + 6);
+  for (const t of xTicks) ctx.fillText(xLabelOf(t), sx(t), labelsAt + 6);
   ctx.fillText(xLabel, (box.l + box.r) / 2, labelsAt + 22);
   ctx.strokeStyle = COLORS.axis;
   ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);

@@ -7,7 +7,7 @@
 // scales of charts.js). views/compare.js draws the EDFs of several studies on one chart with the same code.
 
 import { html, render } from "../html.js";
-import { COLORS, fmt, horizontalGrid, niceTicks, padRange, prepare, unit } from "../charts.js";
+import { COLORS, fmt, frameAxes, niceTicks, padRange, prepare, unit } from "../charts.js";
 import { exact } from "../format.js";
 import { directionWord } from "../objectives.js";
 
@@ -56,22 +56,6 @@ export function edfSteps(edf) {
   return out;
 }
 
-// the plot's frame: grid at the y ticks, labels, outline
-export function axes(ctx, box, xTicks, yTicks, sx, sy, xLabel, yLabelOf, xLabelOf = fmt) {
-  horizontalGrid(ctx, box, yTicks, sy);
-  ctx.fillStyle = COLORS.axis;
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  for (const t of yTicks) ctx.fillText(yLabelOf(t), box.l - 6, sy(t));
-  ctx.textAlign = "center";
-  ctx.textBaseline = "top";
-  for (const t of xTicks) ctx.fillText(xLabelOf(t), sx(t), box.b + 6);
-  ctx.fillText(xLabel, (box.l + box.r) / 2, box.b + 22);
-  ctx.strokeStyle = COLORS.axis;
-  ctx.lineWidth = 1;
-  ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
-}
-
 // the last drawing of each canvas (its scales and steps), for a tooltip or a test
 const drawnOn = new WeakMap();
 export const lastDrawn = (canvas) => drawnOn.get(canvas) ?? null;
@@ -93,7 +77,7 @@ export function drawEdf(canvas, curves, { direction = "minimize", xLabel = "valu
   const count = Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 80)));
   let xTicks = niceTicks(xlo, xhi, count);
   if (xTicks.length < 2) xTicks = niceTicks(xlo, xhi, count + 2); // a narrow chart: never a lone tick
-  axes(ctx, box, xTicks, [0, 0.25, 0.5, 0.75, 1], sx, sy, xLabel, (f) => `${Math.round(f * 100)} %`);
+  frameAxes(ctx, box, box.b, xTicks, [0, 0.25, 0.5, 0.75, 1], sx, sy, xLabel, (f) => `${Math.round(f * 100)} %`);
   // the curves start at 0 on the best side's edge and end at 1 on the other
   const start = direction === "maximize" ? box.r : box.l;
   const end = direction === "maximize" ? box.l : box.r;

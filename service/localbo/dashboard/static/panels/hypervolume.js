@@ -5,7 +5,7 @@
 // from the results, and the whole history moves with it). Hidden on a single-objective study.
 
 import { html, render } from "../html.js";
-import { COLORS, fmt, horizontalGrid, niceTicks, prepare } from "../charts.js";
+import { COLORS, fmt, frameAxes, niceTicks, prepare } from "../charts.js";
 import { pointText } from "../objectives.js";
 
 // steps: [[number, hypervolume], ...] in trial order; n: the latest trial number. Returns the last value.
@@ -19,19 +19,8 @@ export function drawHypervolume(canvas, steps, n) {
   const sx = (k) => box.l + ((k - 0.5) / xmax) * (box.r - box.l);
   const sy = (v) => box.b - (v / top) * (box.b - box.t);
   const yTicks = niceTicks(0, top, 4);
-  horizontalGrid(ctx, box, yTicks, sy);
-  ctx.fillStyle = COLORS.axis;
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  for (const t of yTicks) ctx.fillText(fmt(t), box.l - 6, sy(t));
-  ctx.textAlign = "center";
-  ctx.textBaseline = "top";
   const xTicks = niceTicks(1, xmax, Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 70)))).filter((t) => Number.isInteger(t) && t >= 1);
-  for (const t of xTicks) ctx.fillText(fmt(t), sx(t), box.b + 6);
-  ctx.fillText("trial number", (box.l + box.r) / 2, box.b + 22);
-  ctx.strokeStyle = COLORS.axis;
-  ctx.lineWidth = 1;
-  ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
+  frameAxes(ctx, box, box.b, xTicks, yTicks, sx, sy, "trial number", fmt);
   if (!steps.length) return null;
   // the step line: flat until the next trial that raised it, then up
   ctx.strokeStyle = COLORS.lines[0];

@@ -7,11 +7,11 @@
 
 import { AuthError, get } from "../api.js";
 import { html, render } from "../html.js";
-import { COLORS, fmt, niceTicks, padRange, prepare, unit } from "../charts.js";
+import { COLORS, fmt, frameAxes, niceTicks, padRange, prepare, unit } from "../charts.js";
 import { exact } from "../format.js";
 import { directionWord, several } from "../objectives.js";
 import { ready, setLive } from "../shell.js";
-import { DASHES, ariaSummary, axes, drawEdf, edfCaption, edfOf, summaryCells, summaryHead } from "../panels/edf.js";
+import { DASHES, ariaSummary, drawEdf, edfCaption, edfOf, summaryCells, summaryHead } from "../panels/edf.js";
 
 export const MAX_COMPARED = 4;
 
@@ -74,7 +74,7 @@ function drawBest(canvas, curves, xLabel) {
   const sy = (v) => box.b - Math.max(-1, Math.min(2, unit(v, ylo, yhi))) * (box.b - box.t);
   const xTicks = niceTicks(1, xmax, Math.max(2, Math.min(6, Math.floor((box.r - box.l) / 70)))).filter((t) => Number.isInteger(t) && t >= 1);
   const yTicks = niceTicks(ylo, yhi, 5);
-  axes(ctx, box, xTicks, yTicks.length ? yTicks : [ylo, yhi], sx, sy, xLabel, fmt);
+  frameAxes(ctx, box, box.b, xTicks, yTicks.length ? yTicks : [ylo, yhi], sx, sy, xLabel, fmt);
   ctx.lineWidth = 2;
   for (const c of curves) {
     if (!c.steps.length) continue;
