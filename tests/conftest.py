@@ -166,6 +166,24 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
+# In-page helpers for contrast checks (WCAG): `panel` (the panels' colour), `rgb(c)` (c as drawn over it),
+# `lum(rgb)` (relative luminance) and `ratio(c)` (c's contrast on the panel). Put at the top of a page function.
+CONTRAST_ON_PANEL_JS = """
+  const panel = getComputedStyle(document.documentElement).getPropertyValue('--panel').trim();
+  const rgb = (c) => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.fillStyle = panel; ctx.fillRect(0, 0, 1, 1); ctx.fillStyle = c; ctx.fillRect(0, 0, 1, 1);
+    return [...ctx.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+  };
+  const linear = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+  const lum = (c) => c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const ratio = (c) => {
+    const [a, b] = [lum(rgb(c)), lum(rgb(panel))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  };
+"""
+
+
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh desktop page (1366 x 900) in its own context; any script error on it fails the test."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import checked_page, unique
+from conftest import CONTRAST_ON_PANEL_JS, checked_page, unique
 from harness.processes import ServerProcess
 from test_dashboard_v2 import Api, axe_violations, no_page_overflow, open_page
 
@@ -287,21 +287,14 @@ def test_a_study_with_several_objectives_is_compared_by_its_first_and_says_so(se
 
 
 # colours of the study keys as drawn on the panel: at least 3:1, all different
-KEY_CONTRAST = """() => {
-  const panel = getComputedStyle(document.documentElement).getPropertyValue('--panel').trim();
-  const rgb = (c) => {
-    const ctx = document.createElement('canvas').getContext('2d');
-    ctx.fillStyle = panel; ctx.fillRect(0, 0, 1, 1); ctx.fillStyle = c; ctx.fillRect(0, 0, 1, 1);
-    return [...ctx.getImageData(0, 0, 1, 1).data.slice(0, 3)];
-  };
-  const linear = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
-  const lum = (c) => c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+KEY_CONTRAST = (
+    "() => {"
+    + CONTRAST_ON_PANEL_JS
+    + """
   const keys = [...document.querySelectorAll('[data-testid=compare-legend] line')].map((l) => l.getAttribute('stroke'));
-  return keys.map((k) => {
-    const [a, b] = [lum(rgb(k)), lum(rgb(panel))];
-    return [k, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
-  });
+  return keys.map((k) => [k, ratio(k)]);
 }"""
+)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import checked_page, unique
+from conftest import CONTRAST_ON_PANEL_JS, checked_page, unique
 from harness.processes import ServerProcess
 from test_dashboard_v2 import Api, axe_violations, no_page_overflow, open_page
 
@@ -71,22 +71,12 @@ def test_long_metadata_is_cut_and_fits_a_phone(server: ServerProcess, phone: Any
 # -- 10. the dark theme --------------------------------------------------------------------------------
 
 # every chart colour's contrast on the panel's colour, as drawn (blended onto it)
-DARK_CONTRAST = """async () => {
+DARK_CONTRAST = (
+    """async () => {
   const { COLORS } = await import('./static/charts.js');
-  const { valueColour, valueColourSmooth } = await import('./static/panels/scales.js');
-  const panel = getComputedStyle(document.documentElement).getPropertyValue('--panel').trim();
-  const rgb = (c) => {
-    const ctx = document.createElement('canvas').getContext('2d');
-    ctx.fillStyle = panel; ctx.fillRect(0, 0, 1, 1); ctx.fillStyle = c; ctx.fillRect(0, 0, 1, 1);
-    return [...ctx.getImageData(0, 0, 1, 1).data.slice(0, 3)];
-  };
-  const linear = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
-  const lum = (c) => c.map(linear).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
-  const ratio = (c) => {
-    const [a, b] = [lum(rgb(c)), lum(rgb(panel))];
-    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-  };
-  const out = { panelLum: lum(rgb(panel)), axis: COLORS.axis };
+  const { valueColour, valueColourSmooth } = await import('./static/panels/scales.js');"""
+    + CONTRAST_ON_PANEL_JS
+    + """  const out = { panelLum: lum(rgb(panel)), axis: COLORS.axis };
   for (const k of ['point', 'best', 'running', 'failed', 'infeasible', 'stale', 'axis', 'text'])
     out[k] = ratio(COLORS[k]);
   COLORS.lines.forEach((c, k) => (out[`line ${k}`] = ratio(c)));
@@ -94,6 +84,7 @@ DARK_CONTRAST = """async () => {
   for (let k = 0; k <= 10; k++) out[`shade ${k / 10}`] = ratio(valueColourSmooth(k / 10));
   return out;
 }"""
+)
 
 BACKGROUND_LUMINANCE = """() => {
   const c = getComputedStyle(document.body).backgroundColor.match(/[0-9.]+/g).slice(0, 3).map(Number);
