@@ -55,7 +55,7 @@ from harness.constrained import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, fmt, mean_se, parse_per_method, run_all, say, versions  # noqa: E402
+from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "constrained"
@@ -291,7 +291,8 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
                   + "; ".join(f"`{m}` " + ", ".join(f"{n} at {c}" for c, n in sorted(at.items()))
                               for m, at in made_at.items()) + "."]  # fmt: skip
     if meta.get("not_run"):
-        lines += ["", f"**Stopped early** (`--deadline-min {meta['deadline_min']}`): {len(meta['not_run'])} "
+        lines += ["", f"**Stopped early** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
+                  f"{len(meta['not_run'])} "
                   f"planned run(s) not started: {', '.join(meta['not_run'][:40])}"
                   + (" ..." if len(meta["not_run"]) > 40 else "") + "."]  # fmt: skip
     if meta.get("methods_not_run"):
@@ -388,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side in processes (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
     parser.add_argument("--first", default="", help="comma-separated methods whose runs start before the others")
+    parser.add_argument(
+        "--only",
+        metavar="METHOD@PROBLEM,...",
+        help="of the planned runs, run only these now (METHOD, @PROBLEM or METHOD@PROBLEM), in order",
+    )
     parser.add_argument("--deadline-min", type=float, help="start no run after this many minutes; table what ran")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the JSON, run the rest")
     parser.add_argument("--rerun", default="", metavar="METHOD@COMMIT,..",
@@ -455,12 +461,13 @@ def main(argv: list[str] | None = None) -> int:
         keys = [k for k in keys if k not in done]
         dropped = len(old.get("runs", [])) - len(state["runs"])
         say(f"resume: {len(state['runs'])} run(s) kept from {json_path} ({dropped} dropped), {len(keys)} to go")
+    keys, later = pick_only(keys, args.only)
     meta.update({
         "command": "benchmarks/constrained.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,
         "evals_for": evals_for, "seeds_for": seeds_for, "methods_not_run": skipped, "jobs": args.jobs,
-        "threads": args.threads, "deadline_min": args.deadline_min, "not_run": [],
-        "rerun": [f"{m}@{c}" for m, c in since.items()],
+        "threads": args.threads, "deadline_min": args.deadline_min, "only": args.only,
+        "not_run": [], "rerun": [f"{m}@{c}" for m, c in since.items()],
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
@@ -487,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
     meta["wall_s"] = time.monotonic() - t0
-    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in left]
+    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in [*left, *later]]
     write(out, state)
     print((out / f"{NAME}.md").read_text())
     say(f"done in {meta['wall_s']:.0f} s; wrote {out / (NAME + '.md')} and {json_path.name}")

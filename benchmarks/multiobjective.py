@@ -57,7 +57,7 @@ from harness.multiobjective import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, fmt, mean_se, parse_per_method, run_all, say, versions  # noqa: E402
+from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
@@ -72,7 +72,6 @@ SMOKE = {"problems": "branincurrin,c2dtlz2", "methods": "morbo,random,nsga2,tpe"
 
 
 # -- running ------------------------------------------------------------------------------------------------------
-
 
 
 def checkpoints_for(evals: int) -> list[int]:
@@ -359,20 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         done = {(r["problem"], r["method"], r["seed"], r["evals"]) for r in state["runs"]}
         keys = [k for k in keys if k not in done]
         say(f"resume: {len(done)} run(s) kept from {json_path}, {len(keys)} to go")
-    if args.only:
-        wanted = [item.strip().partition("@") for item in args.only.split(",") if item.strip()]
-
-        def rank(key: Key) -> int | None:
-            for i, (m, _, p) in enumerate(wanted):
-                if (not m or m == key[1]) and (not p or p == key[0]):
-                    return i
-            return None
-
-        later = [k for k in keys if rank(k) is None]
-        keys = sorted((k for k in keys if rank(k) is not None), key=lambda k: (k[2], rank(k) or 0))  # seed by seed
-        say(f"--only: {len(keys)} of the {len(keys) + len(later)} run(s) still to go")
-    else:
-        later = []
+    keys, later = pick_only(keys, args.only)
     meta = run_meta(__file__, args.smoke)
     meta.update({
         "command": "benchmarks/multiobjective.py " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -46,6 +46,25 @@ def parse_per_method(items: list[str], flag: str, parser: argparse.ArgumentParse
     return out
 
 
+def pick_only(keys: list[Key], only: str | None) -> tuple[list[Key], list[Key]]:
+    """``--only METHOD@PROBLEM,...`` (``METHOD``, ``@PROBLEM`` or both per item): the planned runs it names, seed by
+    seed in the items' order, and the rest (planned, not run now)."""
+    if not only:
+        return keys, []
+    wanted = [item.strip().partition("@") for item in only.split(",") if item.strip()]
+
+    def rank(key: Key) -> int | None:
+        for i, (method, _, problem) in enumerate(wanted):
+            if (not method or method == key[1]) and (not problem or problem == key[0]):
+                return i
+        return None
+
+    later = [k for k in keys if rank(k) is None]
+    picked = sorted((k for k in keys if rank(k) is not None), key=lambda k: (k[2], rank(k) or 0))
+    say(f"--only: {len(picked)} of the {len(picked) + len(later)} run(s) still to go")
+    return picked, later
+
+
 def init_worker(threads: int) -> None:
     import torch
 
