@@ -178,7 +178,7 @@ class Recorder:
         body = json.loads(request.content) if request.content else {}
         self.bodies.append((request.url.path, body))
         if request.url.path == "/api/v1/studies":
-            return httpx.Response(201, json={"name": body["name"], "policy": body["policy"]})
+            return httpx.Response(201, json={"name": body["name"], "policy": body.get("policy", "auto")})
         trial = {"number": 1, "params": {"a": 0.5}, "state": "complete", "value": 0.5}
         if request.url.path.endswith("/trials"):
             return httpx.Response(201, json={**trial, "values": body.get("values")})
@@ -191,7 +191,10 @@ def test_only_the_fields_given_go_on_the_wire() -> None:
     server = Recorder()
     client = Client("http://fake", transport=httpx.MockTransport(server), retries=0)
     plain = client.create_study("plain", MIXTURE)
-    assert set(server.bodies[-1][1]) == {"name", "space", "direction", "policy", "policy_config", "metadata", "seed"}
+    # no policy: the server's default (auto; an older server's sobol, the policy this client sent before)
+    assert set(server.bodies[-1][1]) == {"name", "space", "direction", "policy_config", "metadata", "seed"}
+    client.create_study("named", MIXTURE, policy="turbo")
+    assert server.bodies[-1][1]["policy"] == "turbo"
     safety: Safety = {"max_violation_probability": 0.05}
     client.create_study(
         "full",

@@ -178,7 +178,7 @@ class Client:
         name: str,
         space: dict[str, Any],
         direction: str = "minimize",
-        policy: str = "sobol",
+        policy: str | None = None,
         policy_config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         seed: int | None = None,
@@ -194,7 +194,9 @@ class Client:
         """Create a study; ``load_if_exists``: get the study of that name if there is one (a 409 otherwise).
 
         ``space``: ``{name: {"type": "float" | "int", "low", "high", "log"?} | {"type": "categorical", "choices"}}``
-        or a finite space (``finite_space``). ``direction`` is the way of the one unnamed value.
+        or a finite space (``finite_space``). ``direction`` is the way of the one unnamed value. ``policy``: the
+        server's default when not given, ``auto`` (it picks a policy from the space, what the study must respect and
+        its data, and says which and why in the ``display`` of ``GET /api/v1/studies/{name}/policy``).
 
         What a lab measures and must respect (each optional, and sent only when given, so an older server takes
         every call that names none of them), as for a reactor whose yield must keep its purity and whose three
@@ -234,11 +236,12 @@ class Client:
             "name": name,
             "space": space,
             "direction": direction,
-            "policy": policy,
             "policy_config": policy_config,
             "metadata": metadata,
             "seed": seed,
         }
+        if policy is not None:  # else the server's default (``auto``), also on an older server (``sobol``)
+            body["policy"] = policy
         if objectives is not None:
             body["objectives"] = [dict(o) for o in objectives]
         if constraints is not None:
@@ -309,7 +312,7 @@ def _differences(stored: dict[str, Any], asked: dict[str, Any]) -> list[str]:
     out = []
     if canonical_space(stored.get("space") or {}) != canonical_space(asked["space"]):
         out.append(f"space {stored.get('space')} (asked {asked['space']})")
-    if stored.get("policy") != asked["policy"]:
+    if "policy" in asked and stored.get("policy") != asked["policy"]:
         out.append(f"policy {stored.get('policy')!r} (asked {asked['policy']!r})")
     if not asked.get("objectives") and stored.get("direction") != asked["direction"]:
         out.append(f"direction {stored.get('direction')!r} (asked {asked['direction']!r})")

@@ -132,9 +132,9 @@ def parse_outcomes(
     return outcomes
 
 
-def check_capabilities(policy: str, outcomes: Outcomes, linear: bool) -> None:
+def check_capabilities(policy: str, outcomes: Outcomes, linear: bool, kind: str, dim: int) -> None:
     """A 422 naming the field when the study needs what its policy does not serve, with the policies that do."""
-    from localbo.policies import registry
+    from localbo.policies import PolicyConfigError, registry
 
     needs = {
         "constraints": ("constraints", bool(outcomes.constraints)),
@@ -150,6 +150,10 @@ def check_capabilities(policy: str, outcomes: Outcomes, linear: bool) -> None:
             offer = f"policies that do: {able}" if able else "no policy serves it yet"
             what = "several objectives" if capability == "objectives" else field.replace("_", " ")
             raise InvalidInput(field, f"the {policy} policy does not serve {what}; {offer}")
+    try:
+        policies[policy].check_needs(kind, dim, frozenset(c for c, (_, needed) in needs.items() if needed))
+    except PolicyConfigError as exc:
+        raise InvalidInput(exc.field, str(exc).split(": ", 1)[-1]) from None
 
 
 def study_front(conn: Connection, study: Row, outcomes: Outcomes) -> dict[str, Any]:
@@ -259,7 +263,7 @@ class Studies:
             linear_rules = [c.model_dump(mode="json") for c in rules]
         if finite is not None and outcomes.constraints:
             raise InvalidInput("constraints", "outcome constraints on a finite space are not served yet")
-        check_capabilities(policy, outcomes, bool(linear_rules) and finite is None)
+        check_capabilities(policy, outcomes, bool(linear_rules) and finite is None, kind, dim)
         seeds = safety_seeds(outcomes, None if finite is not None else parsed, linear)
         config = start_config(config, seeds)
         if outcomes.objectives:

@@ -144,9 +144,11 @@ class StudyCreate(Strict):
         '"kernel"?: N x N matrix or "cosine", "allow_repeats"?: false}'
     )
     policy: str = Field(
-        default="sobol",
-        description="The policy that plans the points (see Choosing a policy): local BO (minucb, la-minucb, gibo, "
-        "mpd, turbo) for many float parameters, global BO (ei, ucb, ...) for a few, sobol or random for a design",
+        default="auto",
+        description="The policy that plans the points (see Choosing a policy). auto, the default, picks one from "
+        "the space, what the study must respect and its data, and says which and why in the policy display: local "
+        "BO (minucb, la-minucb, gibo, mpd, turbo) for many float parameters, global BO (ei, ucb, ...) for a few, "
+        "sobol or random for a design. Studies created before auto was the default keep their stored policy",
         json_schema_extra={"enum": [*sorted(registry())]},  # a list[JsonValue]
     )
     policy_config: Annotated[dict[str, Any], documented("PolicyConfig", "The keys of the policy's Config")] | None = (

@@ -305,6 +305,12 @@ class Policy(ABC, Generic[ConfigT, StateT]):
         return None  # most policies run any space
 
     @classmethod
+    def check_needs(cls, kind: str, dim: int, needs: frozenset[str]) -> None:
+        """Raise PolicyConfigError if this policy cannot serve a study of this space that needs all of ``needs``
+        (``CAPABILITIES``) together; ``handles`` already covers each one alone."""
+        return None
+
+    @classmethod
     def load_state(cls, saved: Mapping[str, Any] | None) -> tuple[StateT, str | None]:
         """The State stored as ``{"schema": version, "data": {...}}`` (``dump_state``), and a note when it restarted.
 

@@ -1,0 +1,225 @@
+"""``auto``: picks the policy for the study from its space, what it must respect and its data, and says why.
+
+Each suggest reads the request (the kind of space, d, the number of results n, and what the study asks to respect:
+outcome constraints ``C``, a ``polytope``, failures to avoid, safe mode, several objectives ``Y``), walks the
+preferences below in order and runs the first policy whose ``spaces`` and ``handles`` cover the study:
+
+    finite space        chaining-ucb up to 2,000 candidates (it led on Himmelblau and the graph task, 16 of 16
+                        runs: results/chaining.md), else ucb (level with it on GP samples at ~1/300 of the cost);
+                        random for several objectives (no model policy serves them on a finite space)
+    several objectives  d <= 5: qlognehvi (global; GPSampler's global GP led morbo 0.23 to 0.98 in log10 HV
+                        difference on VehicleSafety, d 5: results/multiobjective.md); else morbo (local: ahead
+                        of every peer on DTLZ2-10 and C2DTLZ2-12); failures or safe mode: minucb on ParEGO weights
+    safe mode           turbo (the measured safe mode: results/constrained.md)
+    categorical         ei (global; the local steps have no meaning on one-hot blocks)
+    outcome constraints turbo as SCBO (led every peer on the d >= 6 problems of results/constrained.md)
+    or failures
+    d <= 10             ei while n < 300 (global BO: results/lipschitz.md, d 2 to 10); then minucb from the best
+                        point so far (its window of the last points keeps a suggest's cost flat as n grows)
+    d > 10              minucb (local BO: led CMA-ES, TuRBO, GPSampler and TPE at d 25 to 100 in
+                        results/league.md; best of all on Ackley-25; the cheapest of the local policies)
+
+The choice can change as the study grows (the d <= 10 switch at n = 300): the new policy starts fresh on all the
+data, a local one at the best point so far (its ``x0``). ``configs`` holds settings for the policies it may pick,
+by name, checked at creation. The state keeps the chosen policy's own state and the switches (bounded); ``display``
+shows the chosen policy's display with "auto: chose" and "auto: why" added.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field, field_validator
+
+from localbo.policies import register, registry
+from localbo.policies.base import (
+    CAPABILITIES,
+    SPACE_KINDS,
+    Display,
+    Policy,
+    PolicyConfig,
+    PolicyConfigError,
+    PolicyState,
+    Suggestion,
+    SuggestRequest,
+    state_as,
+)
+
+GLOBAL_MAX_DIM = 10  # at most this many coordinates: a global GP policy
+GLOBAL_MAX_N = 300  # a global policy's exact GP on every result costs n^3: a local one beyond this many
+MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, morbo beyond
+CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
+MAX_SWITCHES = 20  # kept in the state, newest last
+
+
+def needs_of(request: SuggestRequest[Any, Any]) -> frozenset[str]:
+    """What the request asks its policy to respect (``CAPABILITIES``' names)."""
+    needs = {
+        "constraints": request.C is not None and request.C.shape[-1] > 0,
+        "parameter_constraints": request.polytope is not None,
+        "failures": request.X_failed is not None,
+        "safety": request.max_violation_probability is not None,
+        "objectives": request.Y is not None and request.Y.shape[-1] > 1,
+    }
+    return frozenset(name for name, needed in needs.items() if needed)
+
+
+def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: int) -> list[tuple[str, str]]:
+    """The policies in the order ``auto`` prefers them for this study, each with why (module docstring)."""
+    if kind == "finite":
+        if "objectives" in needs:
+            return [("random", "a finite space with several objectives: no model policy serves them there")]
+        if candidates <= CHAINING_MAX_CANDIDATES:
+            return [
+                ("chaining-ucb", f"a finite space of {candidates} candidates: chaining-ucb led on Himmelblau and "
+                                 "graphs (results/chaining.md)"),
+                ("ucb", f"a finite space of {candidates} candidates, failures to avoid: ucb (chaining-ucb does not "
+                        "model failures)"),
+            ]  # fmt: skip
+        return [("ucb", f"a finite space of {candidates} candidates: ucb (chaining-ucb's cover costs seconds a "
+                        f"suggest beyond {CHAINING_MAX_CANDIDATES})")]  # fmt: skip
+    if "objectives" in needs:
+        out = []
+        if dim <= MO_GLOBAL_MAX_DIM or kind == "categorical":
+            out.append(("qlognehvi", f"several objectives, {dim} coordinates: global qLogNEHVI (a global GP led the "
+                                     "local regions at d 5, results/multiobjective.md)"))  # fmt: skip
+        out += [
+            ("morbo", f"several objectives, {dim} coordinates: morbo's local regions (ahead on DTLZ2-10 and "
+                      "C2DTLZ2-12, results/multiobjective.md)"),
+            ("minucb", "several objectives with failures to avoid or safe mode: minucb on ParEGO scalarisations"),
+        ]  # fmt: skip
+        return out
+    if "safety" in needs:
+        return [("turbo", "safe mode: turbo's safe region (results/constrained.md)"),
+                ("minucb", "safe mode: minucb's pessimistic step")]  # fmt: skip
+    if kind == "categorical":
+        return [("ei", f"categorical parameters ({dim} coordinates): global log-EI; a local step has no meaning on "
+                       "one-hot blocks")]  # fmt: skip
+    if needs & {"constraints", "failures"}:
+        return [("turbo", "outcome constraints or failures to avoid: turbo as SCBO (ahead on the d >= 6 problems of "
+                          "results/constrained.md)")]  # fmt: skip
+    if dim <= GLOBAL_MAX_DIM and n < GLOBAL_MAX_N:
+        return [("ei", f"{dim} coordinates, {n} results: global log-EI (results/lipschitz.md, d 2 to 10); local "
+                       f"from {GLOBAL_MAX_N} results on")]  # fmt: skip
+    if dim <= GLOBAL_MAX_DIM:
+        return [("minucb", f"{n} results: a global GP on all of them costs n^3; minucb refines from the best point, "
+                           "on a window of the last points")]  # fmt: skip
+    return [("minucb", f"{dim} coordinates: local BO (results/league.md, d 25 to 100: ahead of CMA-ES, TuRBO, "
+                       "GPSampler and TPE; the cheapest local policy)")]  # fmt: skip
+
+
+def choose(kind: str, dim: int, needs: frozenset[str], n: int = 0, candidates: int = 0) -> tuple[str, str]:
+    """The first preference that serves the study (its space kind and every need), or a PolicyConfigError."""
+    policies = registry()
+    for name, why in preferences(kind, dim, needs, n, candidates):
+        cls = policies[name]
+        if kind in cls.spaces and needs <= cls.handles:
+            return name, why
+    others = [cls for name, cls in policies.items() if name != Auto.name and kind in cls.spaces]
+    # the field to name: a need no policy serves on this space, else the last of them (the one that adds to the rest)
+    unserved = [c for c in CAPABILITIES if c in needs and not any(c in cls.handles for cls in others)]
+    field = unserved[0] if unserved else next((c for c in reversed(CAPABILITIES) if c in needs), "space")
+    what = " and ".join(c.replace("_", " ") if c != "objectives" else "several objectives" for c in sorted(needs))
+    raise PolicyConfigError(field, f"no policy serves {what} together on a {kind} search space (auto chooses among "
+                                   "the policies; none of them does)")  # fmt: skip
+
+
+class AutoConfig(PolicyConfig):
+    configs: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Settings for the policies auto may choose, by name: {\"minucb\": {\"beta\": 2.0}}",
+    )
+
+    @field_validator("configs")
+    @classmethod
+    def _known_and_valid(cls, configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        policies = registry()
+        for name, config in configs.items():
+            if name not in policies or name == Auto.name:
+                raise ValueError(f"unknown policy {name!r}; expected one of {sorted(set(policies) - {Auto.name})}")
+            policies[name].Config.model_validate(config)  # its own error names the key
+        return configs
+
+
+class Switch(BaseModel):
+    n: int  # results when it switched
+    policy: str
+    why: str
+
+
+class AutoState(PolicyState):
+    chosen: str | None = None
+    why: str | None = None
+    x0: list[float] | None = None  # where a local policy chosen after another starts: the best point then
+    inner: dict[str, Any] | None = None  # the chosen policy's dumped state
+    switches: list[Switch] = Field(default_factory=list)
+
+
+def inner_config(name: str, config: AutoConfig, x0: list[float] | None) -> PolicyConfig:
+    cls = registry()[name]
+    raw = dict(config.configs.get(name, {}))
+    if x0 is not None and "x0" in cls.Config.model_fields and raw.get("x0") is None:
+        raw["x0"] = x0
+    return cls.Config.model_validate(raw)
+
+
+@register
+class Auto(Policy[AutoConfig, AutoState]):
+    """Runs the policy the study's space, needs and data call for (module docstring), and says which and why."""
+
+    name = "auto"
+    Config = AutoConfig
+    State = AutoState
+    spaces: ClassVar[frozenset[str]] = frozenset(SPACE_KINDS)
+    handles: ClassVar[frozenset[str]] = frozenset(CAPABILITIES)  # each study's combination: ``check_needs``
+
+    @classmethod
+    def check_needs(cls, kind: str, dim: int, needs: frozenset[str]) -> None:
+        choose(kind, dim, needs, candidates=CHAINING_MAX_CANDIDATES + 1)  # raises when no preference serves
+
+    @classmethod
+    def _inner(cls, state: AutoState, config: AutoConfig) -> tuple[type[Policy[Any, Any]], Any, Any] | None:
+        """The chosen policy, its loaded state and its config (None before the first choice)."""
+        if state.chosen is None:
+            return None
+        policy = registry()[state.chosen]
+        return policy, policy.load_state(state.inner)[0], inner_config(state.chosen, config, state.x0)
+
+    @classmethod
+    def plans_now(cls, state: AutoState, n_complete: int, n_running: int) -> bool:
+        inner = cls._inner(state, AutoConfig())
+        return True if inner is None else inner[0].plans_now(inner[1], n_complete, n_running)
+
+    @classmethod
+    def fallback_box(cls, state: AutoState, config: AutoConfig, dim: int) -> tuple[list[float], list[float]]:
+        inner = cls._inner(state, config)
+        return super().fallback_box(state, config, dim) if inner is None else inner[0].fallback_box(*inner[1:], dim)
+
+    @classmethod
+    def display(cls, state: AutoState, config: AutoConfig, n_complete: int) -> Display | None:
+        inner = cls._inner(state, config)
+        if inner is None:
+            return Display(phase="not started", numbers={"auto: chose": None})
+        shown = inner[0].display(inner[1], inner[2], n_complete) or Display()
+        numbers: dict[str, float | int | str | None] = {"auto: chose": state.chosen, "auto: why": state.why}
+        if len(state.switches) > 1:
+            numbers["auto: switches"] = " -> ".join(f"{s.policy} at n = {s.n}" for s in state.switches)
+        return shown.model_copy(update={"numbers": {**numbers, **shown.numbers}})
+
+    def suggest(self, request: SuggestRequest[AutoConfig, AutoState]) -> Suggestion:
+        state = state_as(request.state, AutoState)
+        n = int(request.X.shape[0])
+        candidates = request.finite.size if request.finite is not None else 0
+        name, why = choose(request.space.kind, request.dim, needs_of(request), n, candidates)
+        if name != state.chosen:  # a fresh start of the new policy on all the data; a local one at the best point
+            x0 = request.X[int(request.y.argmin())].tolist() if n and state.chosen is not None else None
+            switches = [*state.switches, Switch(n=n, policy=name, why=why)][-MAX_SWITCHES:]
+            state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches)
+        policy = registry()[name]
+        inner_state = policy.load_state(state.inner)[0]
+        config = inner_config(name, request.config, state.x0)
+        inner: SuggestRequest[Any, Any] = dataclasses.replace(request, state=inner_state, config=config)  # type: ignore[arg-type]
+        out = policy().suggest(inner)
+        kept = state.model_copy(update={"inner": policy.dump_state(out.state), "why": why})
+        return Suggestion(X=out.X, state=kept, index=out.index)

@@ -1,0 +1,120 @@
+"""``auto`` (issue 29.4): the policy it picks for each kind of study, its switch as a study grows, what it displays,
+and that it is the default for new studies while stored studies keep their policy (SQLite and Postgres)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import unique
+from localbo.policies import PolicyConfigError, registry
+from localbo.policies.auto import GLOBAL_MAX_N, choose
+from localbo.policies.requests import make_request
+
+Auto = registry()["auto"]
+SPACE3 = {n: {"type": "float", "low": 0.0, "high": 1.0} for n in "abc"}
+MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "float", "low": 0, "high": 1}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "dim", "needs", "n", "candidates", "expected"),
+    [
+        ("continuous", 3, set(), 0, 0, "ei"),
+        ("continuous", 3, set(), GLOBAL_MAX_N, 0, "minucb"),
+        ("continuous", 25, set(), 0, 0, "minucb"),
+        ("continuous", 25, {"parameter_constraints"}, 0, 0, "minucb"),
+        ("continuous", 4, {"constraints"}, 0, 0, "turbo"),
+        ("continuous", 12, {"failures"}, 0, 0, "turbo"),
+        ("continuous", 6, {"constraints", "safety"}, 0, 0, "turbo"),
+        ("categorical", 6, {"constraints", "failures"}, 0, 0, "ei"),
+        ("continuous", 2, {"objectives"}, 0, 0, "qlognehvi"),
+        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "morbo"),
+        ("continuous", 10, {"objectives", "failures"}, 0, 0, "minucb"),
+        ("categorical", 12, {"objectives"}, 0, 0, "qlognehvi"),
+        ("finite", 3, set(), 0, 500, "chaining-ucb"),
+        ("finite", 3, {"failures"}, 0, 500, "ucb"),
+        ("finite", 3, set(), 0, 10_000, "ucb"),
+        ("finite", 3, {"objectives"}, 0, 500, "random"),
+    ],
+)
+def test_auto_picks_a_policy_that_serves_the_study(kind, dim, needs, n, candidates, expected) -> None:  # noqa: ANN001
+    name, why = choose(kind, dim, frozenset(needs), n, candidates)
+    assert name == expected, why
+    cls = registry()[name]
+    assert kind in cls.spaces and frozenset(needs) <= cls.handles
+    assert len(why) > 20  # a sentence a person reads in the display
+
+
+def test_no_policy_for_safe_mode_on_categoricals_names_safety() -> None:
+    with pytest.raises(PolicyConfigError) as caught:
+        Auto.check_needs("categorical", 4, frozenset({"constraints", "safety"}))
+    assert caught.value.field == "safety" and "categorical" in str(caught.value)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> None:
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(12, 3, generator=g, dtype=torch.float64)
+    y = (X - 0.3).pow(2).sum(-1)
+    first = Auto().suggest(make_request("auto", X, y, config={"configs": {"ei": {"candidates": 64}}}))
+    assert first.state.chosen == "ei" and first.state.inner["data"]["n"] == 12  # the inner state is ei's own
+    X = torch.cat([X, torch.rand(GLOBAL_MAX_N - 12, 3, generator=g, dtype=torch.float64)])
+    y = (X - 0.3).pow(2).sum(-1)
+    out = Auto().suggest(make_request("auto", X, y, state=first.state))
+    assert out.state.chosen == "minucb"
+    assert out.state.x0 == X[int(y.argmin())].tolist()  # the local policy starts at the best point so far
+    assert [(s.policy, s.n) for s in out.state.switches] == [("ei", 12), ("minucb", GLOBAL_MAX_N)]
+    shown = Auto.display(out.state, Auto.Config(), GLOBAL_MAX_N)
+    assert shown is not None and shown.numbers["auto: chose"] == "minucb"
+    assert "n^3" in str(shown.numbers["auto: why"]) and shown.numbers["auto: switches"] == (
+        f"ei at n = 12 -> minucb at n = {GLOBAL_MAX_N}"
+    )
+    assert shown.centre == out.state.x0  # minucb's own display, under auto's lines
+    lower, upper = Auto.fallback_box(out.state, Auto.Config(), 3)
+    assert all(lo <= c <= hi for lo, c, hi in zip(lower, out.state.x0, upper, strict=True)) and upper[0] - lower[0] < 1
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_new_study_gets_auto_by_default_and_runs_bo(api) -> None:  # noqa: ANN001
+    name = unique("auto")
+    body = {"name": name, "space": SPACE3, "seed": 3, "policy_config": {"configs": {"ei": {"candidates": 64}}}}
+    r = api.post("/api/v1/studies", json=body)
+    assert r.status_code == 201, r.text
+    assert r.json()["policy"] == "auto"
+    for _ in range(6):  # past ei's d + 1 initial design, so its GP is fitted
+        (trial,) = api.post(f"/api/v1/studies/{name}/ask", json={}).json()["trials"]
+        assert trial["source"] == "auto", trial
+        value = sum((v - 0.3) ** 2 for v in trial["params"].values())
+        told = api.post(f"/api/v1/studies/{name}/trials/{trial['number']}/tell", json={"value": value})
+        assert told.status_code == 200, told.text
+    view = api.get(f"/api/v1/studies/{name}/policy").json()
+    assert view["policy"] == "auto" and view["last_policy_error"] is None
+    numbers = view["display"]["numbers"]
+    assert numbers["auto: chose"] == "ei" and "global log-EI" in numbers["auto: why"]
+    assert view["display"]["phase"] == "model-based"
+    old = unique("sobol")  # a study that names its policy keeps it
+    r = api.post("/api/v1/studies", json={"name": old, "space": SPACE3, "policy": "sobol"})
+    assert r.status_code == 201 and r.json()["policy"] == "sobol"
+    schema = api.get("/openapi.json").json()["components"]["schemas"]
+    assert any(s.get("properties", {}).get("policy", {}).get("default") == "auto" for s in schema.values())
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"policy_config": {"configs": {"nope": {}}}}, "policy_config.configs", ["unknown policy 'nope'"]),
+        ({"policy_config": {"configs": {"ei": {"candidates": 1}}}}, "policy_config.configs", ["candidates"]),
+        (
+            {"space": MIXED,
+             "constraints": [{"metric": "p", "op": ">=", "bound": 0}], "objectives": [{"metric": "v"}],
+             "safety": {"max_violation_probability": 0.05}},
+            "safety", ["no policy serves", "categorical"],
+        ),
+    ],
+)  # fmt: skip
+def test_what_auto_cannot_serve_is_a_422_naming_the_field(api, body, field, words) -> None:  # noqa: ANN001
+    name = unique("auto-bad")
+    r = api.post("/api/v1/studies", json={"name": name, "space": SPACE3, **body})
+    assert r.status_code == 422, r.text
+    detail = str(r.json())
+    assert field in detail and all(w in detail for w in words), detail
+    assert api.get(f"/api/v1/studies/{name}").status_code == 404  # nothing stored
