@@ -62,7 +62,8 @@ from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_al
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
 CHECKPOINTS = (50, 100, 200)
-OURS = ("morbo", "minucb")  # the local policies whose best the goals compare (qlognehvi is global: shown, not ours)
+# the local policies whose best the goals compare (qlognehvi is global: shown, not ours)
+OURS = ("morbo", "morbo-1r", "minucb")
 PEERS = ("nsga2", "tpe", "gpsampler", "ax", "random", "optuna-random")
 CHEAP = ("random", "optuna-random", "nsga2", "tpe")  # seconds a run: they run first
 HEADLINE = ("morbo", "minucb", "gpsampler")  # the local policies and the model-based Optuna peer: before the others

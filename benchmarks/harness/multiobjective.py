@@ -59,6 +59,10 @@ from torch import Tensor
 
 DTYPE = torch.float64
 LOCALBO_METHODS = ("morbo", "qlognehvi", "random")  # more: any registered policy that handles "objectives"
+# localbo policies run with a config of their own: name -> (policy, config)
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "morbo-1r": ("morbo", {"regions": 1, "length_init": 1.6}),  # one region that starts over the whole cube
+}
 OPTUNA_METHODS = ("nsga2", "tpe", "gpsampler", "optuna-random")
 AX_METHODS = ("ax",)
 FALLBACK = "fallback"
@@ -230,7 +234,8 @@ def is_localbo_method(method: str) -> bool:
     from localbo.policies import registry
 
     policies = registry()
-    return method in policies and "objectives" in policies[method].handles
+    policy = VARIANTS.get(method, (method, {}))[0]
+    return policy in policies and "objectives" in policies[policy].handles
 
 
 def run_direct(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> None:
@@ -239,8 +244,9 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: MORun)
     from localbo.policies import get_policy
     from localbo.policies.requests import make_request
 
-    cls = get_policy(method)
-    config = cls.Config.model_validate({})
+    policy, options = VARIANTS.get(method, (method, {}))
+    cls = get_policy(policy)
+    config = cls.Config.model_validate(options)
     cls.check_study(problem.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
     d, k = problem.dim, problem.k
