@@ -20,6 +20,14 @@ run); "cold" starts from the priors' modes (the first fit of a study, or a lost 
     .venv/bin/python benchmarks/policy_compute_time.py --policies la-minucb --device cuda
     .venv/bin/python benchmarks/policy_compute_time.py --policies la-minucb \
         --policy-config '{"lookahead_maxiter": 100}'           # a config for every policy timed
+
+Cost against n (issue 29.3), any policy: ``--ns`` times the suggest after n results for each n (the previous
+suggest, after n - 1, leaves its state: warm hyperparameters, as in a run; ``harness/cost_n.py``), and
+``--uncapped-up-to N`` also times the policies that bound their GP data (``max_data``) without the bound, for
+n <= N (beyond, an exact GP on every result takes minutes a suggest here):
+
+    nice .venv/bin/python benchmarks/policy_compute_time.py --policies minucb,la-minucb,turbo,ei --dims 25 \
+        --ns 500 2000 5000 --uncapped-up-to 2000 --threads 1 --out benchmarks/results/policy_compute_time_n.md
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import contextlib
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -134,10 +143,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--cold", action="store_true", help="also time a fit from the priors' modes")
     parser.add_argument("--out", type=str, default=None, help="also write the table to this markdown file")
+    parser.add_argument("--ns", type=int, nargs="+", default=None, help="cost against n: these numbers of results")
+    parser.add_argument("--uncapped-up-to", type=int, default=0, help="with --ns: also max_data None up to this n")
     parser.add_argument("--smoke", action="store_true", help="tiny: d = 3, 30 observations")
     args = parser.parse_args()
     if args.smoke:
         args.dims, args.n = [3], 30
+        args.ns = [40, 80] if args.ns else None
     if args.threads:
         torch.set_num_threads(args.threads)
     extra = json.loads(args.policy_config)
@@ -147,6 +159,8 @@ def main() -> None:
     )
     if args.device.startswith("cuda"):
         where += f", {torch.cuda.get_device_name()}"
+    if args.ns:
+        return cost_against_n(args, extra, where)
     lines: list[str] = []
     for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
         section = [
@@ -172,6 +186,46 @@ def main() -> None:
                 section.append(row)
         print(flush=True)
         lines += [*section, ""]
+    if args.out:
+        with open(args.out, "w") as out:
+            out.write("\n".join(lines) + "\n")
+
+
+def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) -> None:
+    """The table of ``--ns``: one row per policy, d, n (and bound), CPU and wall seconds, and the ratio of the
+    CPU seconds to those at the smallest n (the issue's goal: at most 2 at n = 5,000 against n = 500)."""
+    from harness.cost_n import gp_points, suggest_cost
+
+    lines = [
+        "# A suggest's cost against the number of results",
+        "",
+        f"Written whole by `benchmarks/policy_compute_time.py` on {platform.node()} ({where}); command: "
+        f"`{' '.join(['benchmarks/policy_compute_time.py', *sys.argv[1:]])}`. One suggest after n results of "
+        "data shaped like a local run (`harness/local_data.py`), the state from the suggest after n - 1 (warm); the "
+        "CPU seconds are this process's (one thread: one quiet core's work even on a shared machine). `max_data`: "
+        "the policy's bound on its GP data (`-`: the policy has none; local policies fit a window of 5 d).",
+        "",
+        "| policy | d | n | max_data | GP points | suggest, CPU s | wall s | CPU s / CPU s at the first n |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines), flush=True)
+    for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
+        bounded = "max_data" in get_policy(policy).Config.model_fields
+        for d in args.dims:
+            base = {"max_data": 30, **extra} if args.smoke and bounded else dict(extra)  # smoke: the bound bites
+            variants = [base] + ([{**base, "max_data": None}] if bounded and args.uncapped_up_to else [])
+            for config in variants:
+                first = None
+                for n in args.ns:
+                    if config.get("max_data", 0) is None and n > args.uncapped_up_to:
+                        continue
+                    r = suggest_cost(policy, d, n, config)
+                    first = first or r["cpu"]
+                    cap = get_policy(policy).Config(**config).model_dump().get("max_data") if bounded else "-"
+                    row = (f"| {policy} | {d} | {n} | {cap} | {gp_points(policy, d, n, config)} | {r['cpu']:.2f} "
+                           f"| {r['wall']:.2f} | {r['cpu'] / first:.2f} |")  # fmt: skip
+                    print(row, flush=True)
+                    lines.append(row)
     if args.out:
         with open(args.out, "w") as out:
             out.write("\n".join(lines) + "\n")

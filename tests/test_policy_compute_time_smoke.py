@@ -20,3 +20,19 @@ def test_smoke_prints_and_writes_one_row_per_policy_and_dimension(tmp_path: Path
     for row in rows:
         total, fit, step, batch = (float(v) for v in row.split("|")[4:8])
         assert total > 0.0 and total >= fit + batch - 0.1
+
+
+def test_cost_against_n_times_every_policy_with_and_without_its_bound(tmp_path: Path) -> None:
+    out = tmp_path / "cost_n.md"
+    run_benchmark(
+        "policy_compute_time.py", "--smoke", "--ns", "1", "--uncapped-up-to", "80", "--threads", "1",
+        "--policies", "minucb,turbo,ei", "--out", str(out),
+    )  # fmt: skip
+    rows = [line.split(" | ") for line in out.read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    table = {(r[0][2:], int(r[2]), r[3]): r for r in rows[1:]}  # (policy, n, max_data) -> row
+    assert set(table) == {("minucb", 40, "-"), ("minucb", 80, "-"), ("turbo", 40, "30"), ("turbo", 80, "30"),
+                          ("turbo", 40, "None"), ("turbo", 80, "None"), ("ei", 40, "30"), ("ei", 80, "30"),
+                          ("ei", 40, "None"), ("ei", 80, "None")}  # fmt: skip
+    assert table[("ei", 80, "30")][4] == "30" and table[("ei", 80, "None")][4] == "80"  # the bound: GP points
+    assert table[("minucb", 80, "-")][4] == "15"  # its window: 5 d
+    assert all(float(r[5]) > 0 for r in rows[1:])

@@ -27,7 +27,8 @@ PF, P(z(x) <= 0), the probability of not failing, with or without outcome constr
 value and stay out of the objective's GP (y* is over the completed points, all of which did not fail). The
 failed points count in the study-wide index, t = n + f + m + k, so that a failed design point is not asked again.
 
-y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y).
+y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y). Past
+``max_data`` results (500) the GPs fit a subset: the best half and the rest evenly spaced (``subsets.py``).
 The Lipschitz bounds and L use only the real observations. Every random draw (Sobol scrambling, uniform
 points, Thompson paths, GP refits) comes from a generator seeded by (study seed, t), never from torch's
 global RNG. State (``GlobalState``): the last GP fit, the Lipschitz estimate {L, L_lb, t, known}, the
@@ -48,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 from torch.special import log_ndtr
 
-from localbo.policies import failures, gp
+from localbo.policies import failures, gp, subsets
 from localbo.policies.acqopt import maximize
 from localbo.policies.base import (
     Display,
@@ -98,6 +99,13 @@ class GlobalConfig(PolicyConfig):
         default="mean",
         description="The value pending points are assumed to have (constant liar)",
         json_schema_extra=CONTINUOUS,
+    )
+    max_data: int | None = Field(
+        default=500,
+        ge=10,
+        le=100_000,
+        description="Past this many results the GPs fit a subset of them: the best half and the rest evenly spaced "
+        "over the study (subsets.py), so a suggest's cost stops growing with n; None: every result",
     )
 
 
@@ -289,6 +297,10 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         X_failed = failures.failed_points(request.X_failed, d) if "failures" in self.handles else None
         X_failed = X_failed.to(dev) if X_failed is not None else None
         f = 0 if X_failed is None else X_failed.shape[0]
+        if config.max_data is not None and n > config.max_data:  # the GPs' data, bounded (the Lipschitz bounds: all)
+            keep = subsets.best_and_spread(y, C, config.max_data)
+            X, y, C = X[keep], y[keep], (C[keep] if C is not None else None)
+            X_failed = X_failed[-config.max_data :] if X_failed is not None else None
         failure_hypers = request.state.failure_hypers
         polytope = request.polytope
         constraint_hypers = request.state.constraint_hypers

@@ -11,6 +11,8 @@
               a row and halves after failure_tolerance = ceil(max(4 / q, d / q)) failures in a row
     restart:  L < length_min: a fresh region (L = length_init) with a new Sobol design; the old data stay out
               of the new region's GP (trials numbered up to the restart, and those still running then)
+    data:     (departs from the paper, for a suggest's cost flat in n) past ``max_data`` (500) results in the
+              region, its GPs fit the ``max_data`` nearest its centre (``subsets.nearest``); none fewer
 
 "New results" are counted by trial number (the request's ``numbers``): a result is counted once, in the
 first suggest that sees it, whatever order the tells came in.
@@ -86,7 +88,7 @@ from botorch.models import SingleTaskGP
 from pydantic import BaseModel, Field
 from torch import Tensor
 
-from localbo.policies import failures, register
+from localbo.policies import failures, register, subsets
 from localbo.policies.base import (
     Box,
     Display,
@@ -122,6 +124,12 @@ class TurboConfig(PolicyConfig):
     length_min: float = Field(default=0.5**7, gt=0, le=1, description="A region below this restarts")
     length_max: float = Field(default=1.6, gt=0, le=2, description="The largest side length")
     success_tolerance: int = Field(default=3, ge=1, le=1000, description="Successes in a row that double L")
+    max_data: int | None = Field(
+        default=500,
+        ge=10,
+        le=100_000,
+        description="The GPs fit at most this many of the region's results, those nearest its centre (None: all)",
+    )
     failure_tolerance: int | None = Field(
         default=None, ge=1, le=10_000, description="Failures in a row that halve L (ceil(max(4/q, d/q)))"
     )
@@ -343,6 +351,11 @@ class Turbo(Policy[TurboConfig, TurboState]):
         if region.best is None:  # the design is in: from now on results count as successes or failures
             counted |= set(numbers.tolist())
         i = best_index(y, v)  # the centre: the best (feasible, else least violating) point of the region's data
+        if config.max_data is not None and X.shape[0] > config.max_data:  # the region's data nearest its centre
+            near = subsets.nearest(X, X[i], config.max_data)
+            X, y, numbers, v = X[near], y[near], numbers[near], v[near]
+            keep = keep.nonzero().reshape(-1)[near]  # C_all[keep] lines up with X
+            i = best_index(y, v)
         model = fit_model(X, y, "matern52", state.hypers, device=request.device, generator=request.generator)
         constraints = []
         if C_all is not None:
@@ -361,8 +374,12 @@ class Turbo(Policy[TurboConfig, TurboState]):
             )
         failure_model = None
         if X_failed is not None:  # one more constraint: the failure indicator (+1 failed, -1 completed), all points
+            X_done, X_bad = request.X, X_failed
+            if config.max_data is not None:  # bounded as the region's data: the points nearest the centre
+                X_done = X_done[subsets.nearest(X_done, X[i], config.max_data)]
+                X_bad = X_bad[subsets.nearest(X_bad, X[i], config.max_data)]
             failure = failures.fit_failure_model(
-                request.X, X_failed, "matern52", state.failure_hypers, request.device, request.generator
+                X_done, X_bad, "matern52", state.failure_hypers, request.device, request.generator
             )
             constraints.append(failure)
             failure_model = failure
