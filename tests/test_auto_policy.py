@@ -65,7 +65,7 @@ def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> N
     assert [(s.policy, s.n) for s in out.state.switches] == [("ei", 12), ("minucb", GLOBAL_MAX_N)]
     shown = Auto.display(out.state, Auto.Config(), GLOBAL_MAX_N)
     assert shown is not None and shown.numbers["auto: chose"] == "minucb"
-    assert "n^3" in str(shown.numbers["auto: why"]) and shown.numbers["auto: switches"] == (
+    assert "thinned" in str(shown.numbers["auto: why"]) and shown.numbers["auto: switches"] == (
         f"ei at n = 12 -> minucb at n = {GLOBAL_MAX_N}"
     )
     assert shown.centre == out.state.x0  # minucb's own display, under auto's lines

@@ -14,12 +14,13 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
     categorical         ei (global; the local steps have no meaning on one-hot blocks)
     outcome constraints turbo as SCBO (led every peer on the d >= 6 problems of results/constrained.md)
     or failures
-    d <= 10             ei while n < 300 (global BO: results/lipschitz.md, d 2 to 10); then minucb from the best
-                        point so far (its window of the last points keeps a suggest's cost flat as n grows)
+    d <= 10             ei while n < 500 (global BO: results/lipschitz.md, d 2 to 10); then minucb from the best
+                        point so far: past 500 results ei's GP fits a thinned subset (subsets.py, its cost kept
+                        flat), where minucb's window of the last 5 d points stays dense around the best
     d > 10              minucb (local BO: led CMA-ES, TuRBO, GPSampler and TPE at d 25 to 100 in
                         results/league.md; best of all on Ackley-25; the cheapest of the local policies)
 
-The choice can change as the study grows (the d <= 10 switch at n = 300): the new policy starts fresh on all the
+The choice can change as the study grows (the d <= 10 switch at n = 500): the new policy starts fresh on all the
 data, a local one at the best point so far (its ``x0``). ``configs`` holds settings for the policies it may pick,
 by name, checked at creation. The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
@@ -47,7 +48,7 @@ from localbo.policies.base import (
 )
 
 GLOBAL_MAX_DIM = 10  # at most this many coordinates: a global GP policy
-GLOBAL_MAX_N = 300  # a global policy's exact GP on every result costs n^3: a local one beyond this many
+GLOBAL_MAX_N = 500  # ei's max_data: beyond, its GP sees a thinned subset; a local policy's window stays dense
 MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, morbo beyond
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
 MAX_SWITCHES = 20  # kept in the state, newest last
@@ -103,8 +104,8 @@ def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: 
         return [("ei", f"{dim} coordinates, {n} results: global log-EI (results/lipschitz.md, d 2 to 10); local "
                        f"from {GLOBAL_MAX_N} results on")]  # fmt: skip
     if dim <= GLOBAL_MAX_DIM:
-        return [("minucb", f"{n} results: a global GP on all of them costs n^3; minucb refines from the best point, "
-                           "on a window of the last points")]  # fmt: skip
+        return [("minucb", f"{n} results: past {GLOBAL_MAX_N} a global GP fits a thinned subset of them; minucb "
+                           "refines from the best point on a dense window of the last points")]  # fmt: skip
     return [("minucb", f"{dim} coordinates: local BO (results/league.md, d 25 to 100: ahead of CMA-ES, TuRBO, "
                        "GPSampler and TPE; the cheapest local policy)")]  # fmt: skip
 

@@ -12,7 +12,7 @@
     restart:  L < length_min: a fresh region (L = length_init) with a new Sobol design; the old data stay out
               of the new region's GP (trials numbered up to the restart, and those still running then)
     data:     (departs from the paper, for a suggest's cost flat in n) past ``max_data`` (500) results in the
-              region, its GPs fit the ``max_data`` nearest its centre (``subsets.nearest``); none fewer
+              region, its GPs fit the ``max_data`` nearest its centre (``subsets.nearest``); up to it, all of them
 
 "New results" are counted by trial number (the request's ``numbers``): a result is counted once, in the
 first suggest that sees it, whatever order the tells came in.
