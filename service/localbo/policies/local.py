@@ -61,6 +61,7 @@ from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
 from localbo.policies.scalarise import chebyshev, simplex_weights
+from localbo.policies.warping import power_warp
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -78,6 +79,11 @@ class LocalConfig(PolicyConfig):
         default=None, ge=0.0, description="Early stop: end exploration when a point's trace reduction < epsilon"
     )
     kernel: Literal["rbf", "matern52"] = Field(default="rbf", description="ARD kernel of the GP")
+    output_warp: Literal["none", "power"] = Field(
+        default="none",
+        description="power: the GP fits a Yeo-Johnson warp of the values fitted to its window (warping.py), for "
+        "values that span orders of magnitude; none: the raw values, as the papers",
+    )
     refit: Literal["every", "when_full", "never"] = Field(
         default="every", description="MAP refit every iteration, only once N >= N_max (GIBO), or never"
     )
@@ -314,6 +320,8 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             y = chebyshev(request.Y.to(dev, torch.float64), weights)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
+        if config.output_warp == "power" and n:  # the GP sees a monotone warp of y fitted to its window
+            y = power_warp(y, y[-n_max:])
         data = Data(X, y, pending, n_max)
         demands = Demands.of(request, self.handles)  # None: nothing to respect, the unconstrained path
         if state.x_t is None:  # the first call: x_0 and its batch

@@ -1,0 +1,30 @@
+"""Output warping (issue 29.2): a GP on raw values models badly an objective whose values span orders of magnitude
+(Rosenbrock: five), so a local policy may fit its GP to a monotone warp of y instead, as HEBO does:
+
+    z = (y - mean_w) / std_w,   y' = YJ_lambda(z)    (Yeo-Johnson; lambda by maximum likelihood, scipy)
+
+with mean_w, std_w and lambda from the values of the GP's window (the last n_max results), applied to every y.
+The warp is increasing for every lambda, so which point is best, and every comparison of values, is unchanged;
+only the model's view of the spread is. lambda is clipped to [-3, 3] (a window of a few points can ask for more).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+LAMBDA_BOUND = 3.0
+
+
+def power_warp(y: Tensor, window: Tensor) -> Tensor:
+    """y warped by the Yeo-Johnson transform fitted to ``window`` (standardised first); y as it is when the window
+    has no spread."""
+    from scipy import stats  # scipy: only where a study asks for the warp
+
+    mean, std = window.mean(), window.std()
+    if window.numel() < 3 or not bool(std > 0):
+        return y
+    fitted = stats.yeojohnson_normmax(((window - mean) / std).cpu().numpy())
+    lam = min(max(float(fitted), -LAMBDA_BOUND), LAMBDA_BOUND)
+    warped = stats.yeojohnson(((y - mean) / std).cpu().numpy(), lmbda=lam)
+    return torch.as_tensor(warped, dtype=y.dtype, device=y.device)
