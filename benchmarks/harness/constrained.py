@@ -25,6 +25,8 @@ Problems (``PROBLEMS``):
   f* from SLSQP on the convex problem (``mixture_optimum``).
 
 Runners (``run_method``), one (problem, method, seed) each, ``evals`` sequential evaluations. A localbo method named
+``ei-greedy`` is ei without its every-4th uniform point (``random_every: 0``; the default 4 is Ahmed et al.'s
+protocol).
 ``<policy>-avoid`` runs the policy with ``failures: "avoid"`` (``SuggestRequest.X_failed``), ``<policy>-safe`` in safe
 mode (delta = ``SAFE_DELTA``) from the problem's safe seed (``Problem.safe_seed``: a known-feasible point, the
 75th-percentile value among the feasible points of 4096 Sobol points, so not a head start), asked first, with the
@@ -65,7 +67,7 @@ import torch
 from torch import Tensor
 
 DTYPE = torch.float64
-LOCALBO_METHODS = ("turbo", "ei", "ucb", "random", "turbo-avoid", "ei-avoid", "turbo-safe")
+LOCALBO_METHODS = ("turbo", "ei", "ucb", "random", "turbo-avoid", "ei-avoid", "turbo-safe", "ei-greedy")
 SAFE_DELTA = 0.05  # safe mode's max_violation_probability
 SEED = "seed"  # a safe run's first point
 SAFE_FALLBACK = "fallback-safe"
@@ -317,7 +319,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
 
     base, _, mode = method.partition("-")  # "turbo-avoid": turbo with failures: "avoid"; "turbo-safe": safe mode
     cls = get_policy(base)
-    config = cls.Config.model_validate({})
+    config = cls.Config.model_validate({"random_every": 0} if mode == "greedy" else {})  # greedy: no random points
     cls.check_study(problem.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
     d = problem.dim
