@@ -169,7 +169,7 @@ def test_a_precomputed_kernel_and_kernel_features_give_the_same_choices() -> Non
 
 def test_continuous_only_policies_refuse_a_finite_space_and_name_the_ones_that_run_on_it() -> None:
     finite = sorted(name for name, cls in registry().items() if "finite" in cls.spaces)
-    assert finite == ["chaining-ucb", "random", "ucb"]
+    assert finite == ["auto", "chaining-ucb", "random", "ucb"]
     for name in ("minucb", "gibo", "ei", "sobol"):
         with pytest.raises(PolicyConfigError, match="chaining-ucb"):
             get_policy(name).check_space("finite")
