@@ -194,7 +194,7 @@ def goals(dim: int, rows: dict[str, Any]) -> dict[str, Any]:
             rank = [(c["seeds"] - c["feasible_seeds"], c.get("mean", 0.0), m, c) for m, c in have]
             return (min(rank)[2], min(rank)[3]) if rank else None
 
-        ours, peer = best(OURS), best(PEERS, bound=True)
+        ours, peer = best(OURS, bound=True), best(PEERS, bound=True)  # a bound of ours: conservative, against us
         if ours is None or peer is None:
             out[k] = {"ours": ours and ours[0], "peer": peer and peer[0], "met": None,
                       "why": f"no run of {'ours' if ours is None else 'a peer'} reached {k} evaluations"}  # fmt: skip
@@ -291,9 +291,9 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
                   + "; ".join(f"`{m}` " + ", ".join(f"{n} at {c}" for c, n in sorted(at.items()))
                               for m, at in made_at.items()) + "."]  # fmt: skip
     if meta.get("not_run"):
-        lines += ["", f"**Stopped early** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
+        lines += ["", f"**Cut** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
                   f"{len(meta['not_run'])} "
-                  f"planned run(s) not started: {', '.join(meta['not_run'][:40])}"
+                  f"planned run(s) not run in this invocation: {', '.join(meta['not_run'][:40])}"
                   + (" ..." if len(meta["not_run"]) > 40 else "") + "."]  # fmt: skip
     if meta.get("methods_not_run"):
         lines += ["", *[f"- `{m}` not run: {why}" for m, why in meta["methods_not_run"].items()]]
@@ -323,9 +323,10 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         "The best of turbo / ei / ucb / ei-greedy against the best peer (TPE, GPSampler, Optuna random, Ax): a method",
         "with a feasible point in every seed ranks above one without, then by mean regret. Both feasible in every",
         "seed: d >= 7: ours <= 0.5 x the peer's regret; d < 7: ours within one standard error of the peer (<= peer +",
-        "SE). (turbo is the local policy; ei and ucb are global and count here too.) A peer cut below the row's",
+        "SE). (turbo is the local policy; ei and ucb are global and count here too.) A method cut below the row's",
         "budget counts with its value at its last evaluation, `(at N: a bound)`: an upper bound on its regret at the",
-        "row's budget (best so far only falls), so a `no` against it is certain and a `yes` is not.",
+        "row's budget (best so far only falls); against a peer's bound a `no` is certain and a `yes` is not, and a",
+        "bound of ours only counts against us.",
         "",
         "| problem | d | evals | ours | ours' regret | best peer | peer's regret | target | met |",
         "|---|---|---|---|---|---|---|---|---|",
