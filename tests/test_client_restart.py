@@ -245,6 +245,16 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
     server.stop()
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Python's own SIGINT handler (KeyboardInterrupt), as in a terminal: a process started in the background by a
+    shell without job control (``cmd &``, nohup) inherits SIGINT ignored, and a Ctrl-C would then do nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_an_interrupted_optimize_fails_the_trials_its_workers_hold(live_server: ServerProcess) -> None:
     release = threading.Event()
     lock = threading.Lock()
