@@ -40,6 +40,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -195,11 +196,13 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
     """The table of ``--ns``: one row per policy, d, n (and bound), CPU and wall seconds, and the ratio of the
     CPU seconds to those at the smallest n (the issue's goal: at most 2 at n = 5,000 against n = 500)."""
     from harness.cost_n import gp_points, suggest_cost
+    from harness.runs import commit_of
 
     lines = [
         "# A suggest's cost against the number of results",
         "",
-        f"Written whole by `benchmarks/policy_compute_time.py` on {platform.node()} ({where}); command: "
+        f"Written whole by `benchmarks/policy_compute_time.py` at commit {commit_of(Path(__file__).parent)}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, on {platform.node()} ({where}); command: "
         f"`{' '.join(['benchmarks/policy_compute_time.py', *sys.argv[1:]])}`. One suggest after n results of "
         "data shaped like a local run (`harness/local_data.py`), the state from the suggest after n - 1 (warm); the "
         "CPU seconds are this process's (one thread: one quiet core's work even on a shared machine). `max_data`: "
