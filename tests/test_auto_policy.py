@@ -62,6 +62,11 @@ def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> N
     out = Auto().suggest(make_request("auto", X, y, state=first.state))
     assert out.state.chosen == "minucb"
     assert out.state.x0 == X[int(y.argmin())].tolist()  # the local policy starts at the best point so far
+    from localbo.policies.auto import inner_config
+
+    assert inner_config("minucb", Auto.Config(), None).output_warp == "power"  # auto's measured setting
+    mine = Auto.Config(configs={"minucb": {"output_warp": "none"}})
+    assert inner_config("minucb", mine, None).output_warp == "none"  # the study's own setting comes first
     assert [(s.policy, s.n) for s in out.state.switches] == [("ei", 12), ("minucb", GLOBAL_MAX_N)]
     shown = Auto.display(out.state, Auto.Config(), GLOBAL_MAX_N)
     assert shown is not None and shown.numbers["auto: chose"] == "minucb"
