@@ -23,7 +23,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
 The choice can change as the study grows (the d <= 10 switch at n = 500): the new policy starts fresh on all the
 data, a local one at the best point so far (its ``x0``). ``configs`` holds settings for the policies it may pick,
 by name, checked at creation; under them, auto runs minucb with its output warp (``CHOSEN_DEFAULTS``: measured
-ahead on Rosenbrock-25 and Ackley-25, level on gp25; the policy's own default stays the paper's raw values). The state keeps the chosen policy's own state and the switches (bounded); ``display``
+ahead on Rosenbrock-25 and Ackley-25, level on gp25; the policy's own default stays the paper's raw values).
+The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
 """
 
