@@ -23,11 +23,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from harness.checkpoints import CHECKPOINTS
+from harness.checkpoints import markdown as checkpoints_markdown
 from harness.runs import output_dir, run_meta
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-METHODS = ["la-minucb", "minucb", "gibo", "mpd", "turbo", "cmaes", "gpsampler", "tpe", "random"]
+METHODS = ["auto", "la-minucb", "minucb", "gibo", "mpd", "turbo", "cmaes", "gpsampler", "tpe", "random"]
 SYNTHETIC = ["gp25", "gp50", "gp100", "ackley25", "rosenbrock25"]
 MUJOCO = {"swimmer": 500, "hopper": 1000}
 SOURCES = [
@@ -42,6 +44,7 @@ SOURCES = [
     # gp100 at the current code (bounded warm refits, batched exploration): these replace the older rows
     ("d100_default", RESULTS / "d100"),
     ("d100_gibo", RESULTS / "d100"),
+    ("league_auto", RESULTS / "league_runs"),  # policy "auto", the default (issue 29)
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
@@ -106,11 +109,14 @@ def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
         meta = summary.get("meta", {})
         runs = {(r["objective"], r["method"], int(r["seed"])): r for r in summary.get("runs", [])}
         last: dict[tuple[str, str, int], dict[str, str]] = {}
+        curves: dict[tuple[str, str, int], dict[int, float]] = defaultdict(dict)
         fallbacks: dict[tuple[str, str], int] = defaultdict(int)
         for r in rows:
             key = (r["objective"], r["method"], int(r["seed"]))
             if key not in last or int(r["eval"]) > int(last[key]["eval"]):
                 last[key] = r
+            if int(r["eval"]) in CHECKPOINTS:
+                curves[key][int(r["eval"])] = float(r["best_so_far"])
             fallbacks[(r["objective"], r["method"])] += r["source"] == "fallback"
         label = str((folder / name).relative_to(RESULTS)) if folder.is_relative_to(RESULTS) else str(folder / name)
         replaced: set[tuple[str, str]] = set()
@@ -126,6 +132,7 @@ def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
                     "cpu_s": [],
                     "source": label,
                     "maximise": name == "mujoco",
+                    "objective": objective,
                 },
             )
             table["_sources"][label] = {
@@ -136,7 +143,14 @@ def league(sources: list[tuple[str, Path]]) -> dict[str, Any]:
             }
             run = runs.get((objective, method, seed), {})
             incumbent = float(r["incumbent"]) if r.get("incumbent_from") == "policy" and r["incumbent"] else None
-            cell["seeds"][seed] = {"best": float(r["best_so_far"]), "incumbent": incumbent, "evals": int(r["eval"])}
+            curve = {**curves[(objective, method, seed)], int(r["eval"]): float(r["best_so_far"])}
+            cell["seeds"][seed] = {
+                "best": float(r["best_so_far"]),
+                "incumbent": incumbent,
+                "evals": int(r["eval"]),
+                "instance": int(r["instance"]),
+                "curve": curve,  # the best so far at each checkpoint reached and at the last evaluation
+            }
             cell["wall_s"].append(float(run.get("wall_s") or r["elapsed_s"]))
             if run.get("cpu_s") is not None:
                 cell["cpu_s"].append(float(run["cpu_s"]))
@@ -239,6 +253,8 @@ def markdown(table: dict[str, Any], instances: list[str], meta: dict[str, Any]) 
             lines.append("No run yet.")
         lines.append("")
         missing += [(instance, m) for m in METHODS if m not in cells]
+    budgets = {instance: MUJOCO.get(instance, 500) for instance in instances}
+    lines += checkpoints_markdown(table, instances, budgets)
     if meta.get("d100"):
         lines += d100_markdown(meta["d100"])
     lines += ["## Where the rows come from", ""]
