@@ -65,7 +65,7 @@ part_dev() {
 
 part_bench() {
   pip_install -c "$(constraints extras)" -e ".[bench]"
-  "$PY" -c "import optuna, cmaes, grpc, google.protobuf, gymnasium, mujoco, matplotlib" \
+  "$PY" -c "import optuna, cmaes, grpc, google.protobuf, gymnasium, mujoco, matplotlib, ax" \
     || { echo "the benchmarks' extras did not install" >&2; exit 1; }
 }
 

@@ -14,6 +14,9 @@ Three ways to run a method (``RunSpec.runner``):
   deterministic policy evaluate the same points.
 - ``optuna``: the peers ``tpe`` (``TPESampler(seed=)``), ``gpsampler`` (``GPSampler(seed=)``)
   and ``optuna-random`` (``RandomSampler(seed=)``), with Optuna's ask/tell interface, in process.
+- ``ax``: the peer ``ax``, Ax's ``Client(random_seed=)`` with its default generation strategy (Sobol, then
+  BoTorch's modular model with log-EI), in process; ``ax-platform`` is not in the ``bench`` extra
+  (``pip install ax-platform``: it is heavy, and only the league's ``ax`` rows need it).
 
 Each evaluation gives one row (``COLUMNS``): the noisy value told, the noise-free value at the
 point, the best noise-free value so far, and the noise-free value at the policy's incumbent: where
@@ -62,6 +65,7 @@ COLUMNS = [
     "elapsed_s",
 ]
 OPTUNA_METHODS = ("tpe", "gpsampler", "cmaes", "optuna-random")
+AX_METHODS = ("ax",)
 INCUMBENT_KEYS = ("incumbent", "x_t", "x_incumbent", "xt")
 FALLBACK = "fallback"
 
@@ -107,14 +111,16 @@ class RunResult:
 
 
 def runner_for(method: str, runner: str) -> str:
-    """The runner a method actually uses: Optuna's peers always run in process."""
+    """The runner a method actually uses: Optuna's and Ax's peers always run in process."""
+    if method in AX_METHODS:
+        return "ax"
     return "optuna" if method in OPTUNA_METHODS else runner
 
 
 def known_methods() -> list[str]:
     from localbo.policies import registry
 
-    return [*registry(), *OPTUNA_METHODS]
+    return [*registry(), *OPTUNA_METHODS, *AX_METHODS]
 
 
 def find_incumbent(dim: int, *sources: dict[str, Any] | None) -> Tensor | None:
@@ -207,9 +213,9 @@ class Recorder:
 def run(spec: RunSpec, progress: Progress | None = None) -> RunResult:
     """Run ``spec`` to its budget of evaluations."""
     objective = get_objective(spec.objective, instance_for(spec.objective, spec.seed))
-    runners = {"direct": run_direct, "http": run_http, "optuna": run_optuna}
+    runners = {"direct": run_direct, "http": run_http, "optuna": run_optuna, "ax": run_ax}
     if spec.runner not in runners:
-        raise ValueError(f"unknown runner {spec.runner!r}; expected direct, http or optuna")
+        raise ValueError(f"unknown runner {spec.runner!r}; expected direct, http, optuna or ax")
     cpu = time.process_time()
     result = runners[spec.runner](spec, objective, progress)
     result.cpu_s = time.process_time() - cpu  # runs run one at a time in their process
@@ -362,5 +368,39 @@ def run_optuna(spec: RunSpec, objective: Objective, progress: Progress | None = 
         x = torch.tensor([trial.params[n] for n in names], dtype=DTYPE)
         y, f = rec.evaluate(x)
         study.tell(trial, y)
+        rec.record(y, f, spec.method)
+    return rec.result()
+
+
+# -- Ax's default ---------------------------------------------------------------------------------
+
+
+def run_ax(spec: RunSpec, objective: Objective, progress: Progress | None = None) -> RunResult:
+    """Ax's ``Client`` with its default generation strategy, ask/tell one trial at a time."""
+    from ax.api.client import Client
+    from ax.api.configs import RangeParameterConfig
+
+    from harness.sweep import quiet_ax
+
+    quiet_ax()
+    warnings.filterwarnings("ignore")
+    names = param_names(objective.dim)
+    lo, hi = objective.bounds.tolist()
+    client = Client(random_seed=spec.seed)
+    client.configure_experiment(
+        parameters=[RangeParameterConfig(name=n, bounds=(lo[i], hi[i]), parameter_type="float") for i, n in
+                    enumerate(names)],
+        name=f"{spec.objective}-{spec.seed}",
+    )  # fmt: skip
+    client.configure_optimization(objective="-f" if objective.direction == "minimize" else "f")
+    quiet_ax()
+    rec = Recorder(spec, objective, progress)
+    for _ in range(spec.evals):
+        if spec.out_of_time():
+            break
+        ((index, params),) = client.get_next_trials(max_trials=1).items()
+        x = torch.tensor([float(params[n]) for n in names], dtype=DTYPE)
+        y, f = rec.evaluate(x)
+        client.complete_trial(index, raw_data={"f": y})
         rec.record(y, f, spec.method)
     return rec.result()
