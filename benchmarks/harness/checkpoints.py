@@ -130,7 +130,8 @@ def markdown(table: dict[str, Any], instances: list[str], budgets: dict[str, int
         "",
         "Regret (best - f*; lower is better) after 50, 100, 200 and 500 evaluations for the synthetic instances, the",
         "episode return (higher is better) for MuJoCo; mean ± standard error over seeds. Ours stopped early count by",
-        "their last value; a peer's shorter run is left out where it stopped (`harness/checkpoints.py`).",
+        "their last value; a peer's shorter run is left out where it stopped (`harness/checkpoints.py`). f* is the",
+        "known optimum, or for the GP instances the L-BFGS-B estimate lowered to the best value any run found.",
         "",
     ]
     goal_rows = []
@@ -144,7 +145,7 @@ def markdown(table: dict[str, Any], instances: list[str], budgets: dict[str, int
         maximise = next(iter(cells.values()))["maximise"]
         last = cps[-1]
         order = sorted(per_method, key=lambda m: _rank(per_method[m].get(last), maximise))
-        lines += [f"### {instance}", "", "| method | " + " | ".join(f"@{c}" for c in cps) + " |",
+        lines += [f"## Early checkpoints: {instance}", "", "| method | " + " | ".join(f"@{c}" for c in cps) + " |",
                   "|---|" + "---|" * len(cps)]  # fmt: skip
         lines += [f"| {m} | " + " | ".join(fmt(per_method[m].get(c)) for c in cps) + " |" for m in order]
         lines.append("")
