@@ -74,6 +74,13 @@ class LocalConfig(PolicyConfig):
     samples_per_iteration: int | None = Field(
         default=None, ge=1, le=4096, description="Exploration points per iteration (b2); d when unset"
     )
+    first_samples: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Anytime start: exploration points in iteration 0, doubling each iteration up to "
+        "samples_per_iteration; unset: samples_per_iteration from the start (the papers)",
+    )
     n_max: int | None = Field(default=None, ge=2, description="GP data window: the last N_max points; 5 d when unset")
     epsilon: float | None = Field(
         default=None, ge=0.0, description="Early stop: end exploration when a point's trace reduction < epsilon"
@@ -172,6 +179,14 @@ def _extend_path(path: list[PathEntry], t: int, n: int, x_t: Tensor, info: dict[
     path = [p for p in path if p.t != t]  # a retried iteration replaces its entry
     keep = max(8, PATH_FLOATS // max(1, x_t.shape[0]))
     return [*path, entry][-keep:]
+
+
+def _samples(config: LocalConfig, d: int, t: int) -> int:
+    """b2 of iteration t: samples_per_iteration (d when unset), or from first_samples doubling up to it."""
+    full = config.samples_per_iteration or d
+    if config.first_samples is None:
+        return full
+    return min(full, config.first_samples << min(t, 30))
 
 
 def _seed(seed: int, t: int, k: int) -> int:
@@ -431,7 +446,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
                 x_t,
                 hypers,
                 head,
-                max(config.samples_per_iteration or d, request.count - b1),
+                max(_samples(config, d, t), request.count - b1),
                 min_count=request.count - b1,
                 seed=_seed(request.seed, t, 0),
                 top_up=False,
