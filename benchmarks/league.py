@@ -1,5 +1,6 @@
-"""The local-BO league table: our local policies against what users pick instead (TuRBO, CMA-ES, Optuna's
-TPE and GP sampler, random), instance by instance, from runs that exist.
+"""The local-BO league table: our local policies and ``auto`` against what users pick instead (TuRBO, CMA-ES,
+Optuna's TPE and GP sampler, Ax's default generation strategy, random), instance by instance, from runs that
+exist, at the last evaluation and at the early checkpoints (``harness/checkpoints.py``).
 
 It runs nothing itself (except in ``--smoke``): it reads the per-evaluation CSVs and run summaries that
 ``synthetic.py`` and ``mujoco_rl.py`` wrote (committed results and the league's own runs in
@@ -29,7 +30,7 @@ from harness.runs import output_dir, run_meta
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-METHODS = ["auto", "la-minucb", "minucb", "gibo", "mpd", "turbo", "cmaes", "gpsampler", "tpe", "random"]
+METHODS = ["auto", "la-minucb", "minucb", "gibo", "mpd", "turbo", "cmaes", "gpsampler", "tpe", "ax", "random"]
 SYNTHETIC = ["gp25", "gp50", "gp100", "ackley25", "rosenbrock25"]
 MUJOCO = {"swimmer": 500, "hopper": 1000}
 SOURCES = [
@@ -45,6 +46,7 @@ SOURCES = [
     ("d100_default", RESULTS / "d100"),
     ("d100_gibo", RESULTS / "d100"),
     ("league_auto", RESULTS / "league_runs"),  # policy "auto", the default (issue 29)
+    ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
