@@ -22,8 +22,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
 
 The choice can change as the study grows (the d <= 10 switch at n = 500): the new policy starts fresh on all the
 data, a local one at the best point so far (its ``x0``). ``configs`` holds settings for the policies it may pick,
-by name, checked at creation; under them, auto runs minucb with its output warp and 10 exploration points an
-iteration (``CHOSEN_DEFAULTS``, each measured; the policy's own defaults stay the paper's).
+by name, checked at creation; under them, auto runs minucb with its output warp and, up to d = 25, 10
+exploration points an iteration (``CHOSEN_DEFAULTS``, each measured; the policy's own defaults stay the paper's).
 The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
 """
@@ -56,9 +56,11 @@ CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest a
 MAX_SWITCHES = 20  # kept in the state, newest last
 # auto's own settings of the policies it runs, under the study's ``configs``: minucb's GP on warped values
 # (results/league_findings.md, "Output warping": Rosenbrock-25 898 -> 176.5, Ackley-25 0.66 -> 0.52, gp25 level)
-# and an iteration of 10 exploration points, not d ("Anytime": gp25's regret at 50 and 100 evaluations well
-# down, level at 500); at d <= 10 the paper's d
+# and, for 10 < d <= 25, an iteration of 10 exploration points, not d ("Anytime": on gp25 well ahead at 50 and
+# 100 evaluations, level at 200 and 500; on gp50 ahead at 100 but behind at 200 on 4 of 5 seeds, on gp100 behind
+# at 500 on every seed); elsewhere the paper's d
 ANYTIME_SAMPLES = 10
+ANYTIME_MAX_DIM = 25
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
     "minucb": {"output_warp": "power", "samples_per_iteration": ANYTIME_SAMPLES}
 }
@@ -168,12 +170,12 @@ class AutoState(PolicyState):
 
 
 def inner_config(name: str, config: AutoConfig, x0: list[float] | None, dim: int | None = None) -> PolicyConfig:
-    """The chosen policy's config: auto's defaults for it (``samples_per_iteration`` no more than d), under the
-    study's ``configs``, and x0 where it starts after another policy."""
+    """The chosen policy's config: auto's defaults for it (the anytime batch only for ANYTIME_SAMPLES < d <=
+    ANYTIME_MAX_DIM), under the study's ``configs``, and x0 where it starts after another policy."""
     cls = registry()[name]
     chosen = dict(CHOSEN_DEFAULTS.get(name, {}))
-    if dim is not None and chosen.get("samples_per_iteration", 0) > dim:
-        del chosen["samples_per_iteration"]  # d, the paper's
+    if dim is not None and not ANYTIME_SAMPLES < dim <= ANYTIME_MAX_DIM:
+        chosen.pop("samples_per_iteration", None)  # d, the paper's
     raw = {**chosen, **config.configs.get(name, {})}
     if x0 is not None and "x0" in cls.Config.model_fields and raw.get("x0") is None:
         raw["x0"] = x0
