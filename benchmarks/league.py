@@ -76,6 +76,8 @@ def command_for(instance: str, method: str) -> tuple[str, str]:
         f"--threads 1{config} --out benchmarks/results/league_runs --name league_{instance} --resume"
     )
     why = {
+        "ax": "Ax's default took 342-519 CPU s a run of 100 evaluations at d = 25 here (about 5 s a modelled step, "
+        "growing with n): 500 evaluations, or d = 50 and 100, are hours a run on 2 cores",
         "gpsampler": "Optuna's GPSampler took 414 s a run at d = 25 and 2,329 s at d = 50 on this machine",
         "mpd": "MPD took 1,143 s a run at gp25 on this machine (before the bounded refit); not run since",
         "turbo": "TuRBO took 350-420 s a run at d = 25 on a core of the lent H100 box; its Ackley runs were on the "
