@@ -110,7 +110,7 @@ def goals(instance: str, per_method: dict[str, dict[int, dict[int, float]]], max
             gap = sign * (mo - mp)  # > 0: ours behind
             met = gap <= (0.0 if math.isnan(sp) else sp)
             test = f"{'behind' if gap > 0 else 'ahead'} by {abs(gap):.3g} (one SE of the peer: {sp:.2g})"
-        needs_first = c >= 100
+        needs_first = c in (100, 200, 500)  # the issue names these; a longer run (Hopper 1000) is judged by its test
         rows.append({
             "checkpoint": c, "leader": leader, "local": ours, "local_value": fmt(local[ours]), "peer": theirs,
             "peer_value": fmt(peers[theirs]), "test": test, "first": first,
