@@ -22,8 +22,9 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
 
 The choice can change as the study grows (the d <= 10 switch at n = 500): the new policy starts fresh on all the
 data, a local one at the best point so far (its ``x0``). ``configs`` holds settings for the policies it may pick,
-by name, checked at creation; under them, auto runs minucb with its output warp and, up to d = 25, 10
-exploration points an iteration (``CHOSEN_DEFAULTS``, each measured; the policy's own defaults stay the paper's).
+by name, checked at creation; under them, auto runs minucb with its output warp (``CHOSEN_DEFAULTS``: measured
+ahead on Rosenbrock-25 and Ackley-25, level on gp25 and Swimmer; the policy's own default stays the paper's raw
+values).
 The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
 """
@@ -56,14 +57,8 @@ CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest a
 MAX_SWITCHES = 20  # kept in the state, newest last
 # auto's own settings of the policies it runs, under the study's ``configs``: minucb's GP on warped values
 # (results/league_findings.md, "Output warping": Rosenbrock-25 898 -> 176.5, Ackley-25 0.66 -> 0.52, gp25 level)
-# and, for 10 < d <= 25, an iteration of 10 exploration points, not d ("Anytime": on gp25 well ahead at 50 and
-# 100 evaluations, level at 200 and 500; on gp50 ahead at 100 but behind at 200 on 4 of 5 seeds, on gp100 behind
-# at 500 on every seed); elsewhere the paper's d
-ANYTIME_SAMPLES = 10
-ANYTIME_MAX_DIM = 25
-CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
-    "minucb": {"output_warp": "power", "samples_per_iteration": ANYTIME_SAMPLES}
-}
+# (the anytime batch of 10 exploration points was tried and dropped: league_findings.md, "Anytime")
+CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {"minucb": {"output_warp": "power"}}
 
 
 def needs_of(request: SuggestRequest[Any, Any]) -> frozenset[str]:
@@ -169,14 +164,11 @@ class AutoState(PolicyState):
     switches: list[Switch] = Field(default_factory=list)
 
 
-def inner_config(name: str, config: AutoConfig, x0: list[float] | None, dim: int | None = None) -> PolicyConfig:
-    """The chosen policy's config: auto's defaults for it (the anytime batch only for ANYTIME_SAMPLES < d <=
-    ANYTIME_MAX_DIM), under the study's ``configs``, and x0 where it starts after another policy."""
+def inner_config(name: str, config: AutoConfig, x0: list[float] | None) -> PolicyConfig:
+    """The chosen policy's config: auto's defaults for it under the study's ``configs``, and x0 where it starts
+    after another policy."""
     cls = registry()[name]
-    chosen = dict(CHOSEN_DEFAULTS.get(name, {}))
-    if dim is not None and not ANYTIME_SAMPLES < dim <= ANYTIME_MAX_DIM:
-        chosen.pop("samples_per_iteration", None)  # d, the paper's
-    raw = {**chosen, **config.configs.get(name, {})}
+    raw = {**CHOSEN_DEFAULTS.get(name, {}), **config.configs.get(name, {})}
     if x0 is not None and "x0" in cls.Config.model_fields and raw.get("x0") is None:
         raw["x0"] = x0
     return cls.Config.model_validate(raw)
@@ -236,7 +228,7 @@ class Auto(Policy[AutoConfig, AutoState]):
             state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches)
         policy = registry()[name]
         inner_state = policy.load_state(state.inner)[0]
-        config = inner_config(name, request.config, state.x0, request.dim)
+        config = inner_config(name, request.config, state.x0)
         inner: SuggestRequest[Any, Any] = dataclasses.replace(request, state=inner_state, config=config)  # type: ignore[arg-type]
         out = policy().suggest(inner)
         kept = state.model_copy(update={"inner": policy.dump_state(out.state), "why": why})
