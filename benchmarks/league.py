@@ -45,8 +45,10 @@ SOURCES = [
     # gp100 at the current code (bounded warm refits, batched exploration): these replace the older rows
     ("d100_default", RESULTS / "d100"),
     ("d100_gibo", RESULTS / "d100"),
-    ("league_auto", RESULTS / "league_runs"),  # policy "auto", the default (issue 29)
+    # policy "auto", the default (issue 29): minucb with the warp at d = 25 to 100, as at the current code
+    ("auto_batches_of_d", RESULTS / "league_runs"),
     ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
+    ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer at the current code
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
