@@ -56,8 +56,9 @@ MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, morbo beyond
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
 MAX_SWITCHES = 20  # kept in the state, newest last
 # auto's own settings of the policies it runs, under the study's ``configs``: minucb's GP on warped values
-# (results/league_findings.md, "Output warping": Rosenbrock-25 898 -> 176.5, Ackley-25 0.66 -> 0.52, gp25 level)
-# (the anytime batch of 10 exploration points was tried and dropped: league_findings.md, "Anytime")
+# (results/league_findings.md, "Output warping": Rosenbrock-25 898 -> 176.5, Ackley-25 0.66 -> 0.52, gp25 level).
+# Smaller exploration batches were tried here and dropped (same file, "Anytime": stalls on Swimmer, late losses
+# at d = 50 and 100).
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {"minucb": {"output_warp": "power"}}
 
 
