@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import unique
 from localbo.api.progress import study_json
-from localbo.policies.local import PATH_FLOATS, _extend_path
+from localbo.policies.local_state import PATH_FLOATS, _extend_path
 from localbo.progress import Change, Feed, StudiesList
 
 SPACE = {"x": {"type": "float", "low": 0, "high": 10}, "k": {"type": "int", "low": 0, "high": 3}}

@@ -1,0 +1,127 @@
+"""The local gradient policies' settings (``LocalConfig``) and what they keep between calls (``LocalState``, with
+the path of iterates the dashboard draws); ``local.py`` runs the iteration they describe."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from torch import Tensor
+
+from localbo.policies import gp
+from localbo.policies.base import PolicyConfig, PolicyState
+from localbo.policies.local_constraints import ConstraintState
+
+UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class LocalConfig(PolicyConfig):
+    """Settings shared by the local gradient policies; defaults are GIBO's synthetic ones (algorithms.md 1.5)."""
+
+    x0: list[UnitFloat] | None = Field(default=None, description="x_0 in [0, 1]^d; the centre of the cube when unset")
+    delta: float = Field(default=0.2, gt=0.0, le=1.0, description="Exploration box x_t +- delta (unit-cube units)")
+    samples_per_iteration: int | None = Field(
+        default=None, ge=1, le=4096, description="Exploration points per iteration (b2); d when unset"
+    )
+    first_samples: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Anytime start: exploration points in iteration 0, doubling each iteration up to "
+        "samples_per_iteration; unset: samples_per_iteration from the start (the papers)",
+    )
+    n_max: int | None = Field(default=None, ge=2, description="GP data window: the last N_max points; 5 d when unset")
+    epsilon: float | None = Field(
+        default=None, ge=0.0, description="Early stop: end exploration when a point's trace reduction < epsilon"
+    )
+    kernel: Literal["rbf", "matern52"] = Field(default="rbf", description="ARD kernel of the GP")
+    output_warp: Literal["none", "power"] = Field(
+        default="none",
+        description="power: the GP fits a Yeo-Johnson warp of the values fitted to its window (warping.py), for "
+        "values that span orders of magnitude; none: the raw values, as the papers",
+    )
+    refit: Literal["every", "when_full", "never"] = Field(
+        default="every", description="MAP refit every iteration, only once N >= N_max (GIBO), or never"
+    )
+    warm_fit_iterations: int | None = Field(
+        default=25,
+        ge=1,
+        le=100_000,
+        description="L-BFGS-B iterations of a MAP refit warm-started from the last one (None: to convergence)",
+    )
+    full_fit_every: int = Field(default=5, ge=1, le=10_000, description="Iterations between refits to convergence")
+    num_restarts: int = Field(default=5, ge=1, le=64, description="Restarts per exploration point")
+    raw_samples: int = Field(default=64, ge=1, le=4096, description="Raw samples per exploration point")
+    ascent_steps: int = Field(
+        default=40, ge=0, le=1000, description="Projected gradient steps per exploration point (all candidates at once)"
+    )
+    queue: Literal["auto", "cpu", "gpu"] = Field(
+        default="auto", description="Worker queue under the celery executor; auto: gpu above LOCALBO_GPU_MIN_SIZE"
+    )
+    constraint_beta: float = Field(
+        default=2.0,
+        ge=0.0,
+        le=10.0,
+        description="Outcome constraints outside safe mode: the step keeps each mu_j - constraint_beta * sigma_j <= 0",
+    )
+
+
+Scalar = bool | int | float | str | None
+PATH_FLOATS = 4096  # the iterate path kept in the state: the last PATH_FLOATS / d iterations
+
+
+class PathEntry(BaseModel):
+    """One iterate: its t, the observations when its batch went out, x_t, and what the step did."""
+
+    model_config = ConfigDict(extra="forbid")
+    t: int
+    n: int
+    x: list[float]
+    info: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class LocalState(PolicyState):
+    """Where the iteration stands (see the module's docstring); x_t is None before the first call."""
+
+    version = 1
+    t: int = 0
+    x_t: list[float] | None = None
+    phase: Literal["batch", "top-up"] = "batch"
+    n_start: int = 0
+    batch: int = 0
+    extra: int = 0
+    hypers: gp.StoredHypers = None
+    path: list[PathEntry] = Field(default_factory=list)
+    constraints: ConstraintState | None = None  # set only in a study with constraints (local_constraints.py)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_constraints(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The dump of an unconstrained study's state stays what it was before constraints existed."""
+        data: dict[str, Any] = handler(self)
+        if data.get("constraints", 0) is None:
+            del data["constraints"]
+        return data
+
+
+def _scalar(v: Any) -> Scalar:
+    if isinstance(v, float):
+        return round(v, 6) if math.isfinite(v) else None
+    return v
+
+
+def _extend_path(path: list[PathEntry], t: int, n: int, x_t: Tensor, info: dict[str, Any]) -> list[PathEntry]:
+    """The iterates so far, for people to see: {t, n observations when it went out, x_t, what the step did}."""
+    scalars = {k: _scalar(v) for k, v in info.items() if isinstance(v, bool | int | float | str)}
+    entry = PathEntry(t=t, n=n, x=[round(v, 6) for v in x_t.tolist()], info=scalars)
+    path = [p for p in path if p.t != t]  # a retried iteration replaces its entry
+    keep = max(8, PATH_FLOATS // max(1, x_t.shape[0]))
+    return [*path, entry][-keep:]
+
+
+def _samples(config: LocalConfig, d: int, t: int) -> int:
+    """b2 of iteration t: samples_per_iteration (d when unset), or from first_samples doubling up to it."""
+    full = config.samples_per_iteration or d
+    if config.first_samples is None:
+        return full
+    return min(full, config.first_samples << min(t, 30))
