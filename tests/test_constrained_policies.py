@@ -130,9 +130,13 @@ def best_feasible(X: torch.Tensor) -> float:
 
 
 def test_scbo_finds_a_better_feasible_point_than_random_and_centres_on_the_best_feasible() -> None:
-    X, state = run("turbo", seed=0, budget=30, count=3, batch_size=3, candidates=500)
-    random_best = best_feasible(run("random", seed=0, budget=30)[0])
-    assert best_feasible(X) < random_best and best_feasible(X) < CONSTRAINED_OPTIMUM + 0.02
+    gaps = []
+    for seed in range(7, -1, -1):  # seed 0 last: its state is checked below
+        X, state = run("turbo", seed=seed, budget=30, count=3, batch_size=3, candidates=500)
+        assert best_feasible(X) < best_feasible(run("random", seed=seed, budget=30)[0])
+        gaps.append(best_feasible(X) - CONSTRAINED_OPTIMUM)
+    # measured: 0.003-0.041, mean 0.015 (0.013 before the constraints were fitted on their typical_size)
+    assert sum(gaps) / len(gaps) < 0.02, gaps
     seen = X[: len(state.counted)]  # the state is from before the last batch's results
     feasible = (ball(seen) <= 0).all(-1)
     centre = seen[feasible][quadratic(seen[feasible]).argmin()]

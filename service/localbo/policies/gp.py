@@ -128,19 +128,56 @@ def _prior_draw(model: SingleTaskGP, generator: torch.Generator) -> None:
 
 
 def build_model(
-    X: Tensor, y: Tensor, kernel: KernelKind = "rbf", hypers: Hypers | None = None, device: torch.device | None = None
+    X: Tensor,
+    y: Tensor,
+    kernel: KernelKind = "rbf",
+    hypers: Hypers | None = None,
+    device: torch.device | None = None,
+    mean_at: float | None = None,
 ) -> SingleTaskGP:
-    """SingleTaskGP on X: n x d (unit cube), y: n, with ``hypers`` loaded (not fitted), in eval mode, on ``device``."""
+    """SingleTaskGP on X: n x d (unit cube), y: n, with ``hypers`` loaded (not fitted), in eval mode, on ``device``.
+
+    ``mean_at``: the prior mean fixed at this value of y (not fitted; ``ScaledAbout``), as SafeOpt puts a
+    constraint's prior at its bound: away from the data the model then knows nothing either way, instead of
+    reverting to the data's own, comfortable level."""
     X, Y = X.to(device, torch.float64), y.to(device, torch.float64).reshape(-1, 1)
     model = SingleTaskGP(
         X,
         Y,
         covar_module=get_covar_module_with_dim_scaled_prior(ard_num_dims=X.shape[-1], use_rbf_kernel=kernel == "rbf"),
         likelihood=get_gaussian_likelihood_with_lognormal_prior(),
-        outcome_transform=Standardize(m=1),
+        outcome_transform=Standardize(m=1) if mean_at is None else ScaledAbout(mean_at),
     ).to(X)
     from_state(model, hypers)
+    if mean_at is not None:
+        _fix_mean(model)
     return model.eval()
+
+
+class ScaledAbout(Standardize):
+    """Standardize with the centre held at ``centre`` and the scale the targets' root mean square about it: a GP
+    with a zero prior mean on these targets has its prior mean at ``centre`` and a signal scale fitted to how far
+    the data lie from it."""
+
+    def __init__(self, centre: float) -> None:
+        super().__init__(m=1)
+        self.centre = centre
+
+    def forward(self, Y: Tensor, Yvar: Tensor | None = None, X: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        if self.training:
+            means = torch.full_like(Y[..., :1, :], self.centre)
+            spread = (Y - means).pow(2).mean(dim=-2, keepdim=True).sqrt()
+            self.means = means
+            self.stdvs = spread.where(spread >= self._min_stdv, torch.ones_like(spread))
+            self._stdvs_sq = self.stdvs.pow(2)
+            self._is_trained = torch.tensor(True)
+        return (Y - self.means) / self.stdvs, (Yvar / self._stdvs_sq if Yvar is not None else None)
+
+
+def _fix_mean(model: SingleTaskGP) -> None:
+    """The constant mean held at 0 (``ScaledAbout``'s centre) and left out of fits."""
+    model.mean_module.constant = torch.zeros((), dtype=torch.float64)
+    model.mean_module.raw_constant.requires_grad_(False)
 
 
 def fit_model(
@@ -153,15 +190,16 @@ def fit_model(
     device: torch.device | None = None,
     generator: torch.Generator | None = None,
     maxiter: int | None = None,
+    mean_at: float | None = None,
 ) -> SingleTaskGP:
     """The GP on the last ``n_max`` points, MAP-fitted from ``hypers`` (warm start) when ``fit``; ``maxiter``
-    bounds the L-BFGS-B iterations of the fit (None: until it converges).
+    bounds the L-BFGS-B iterations of the fit (None: until it converges); ``mean_at``: see ``build_model``.
 
     X: n x d, y: n (n >= 1). The model lives on ``device`` (X's device when None). A fit that fails is
     retried from prior draws (``generator``; seeded with 0 when None); when all fail, ``hypers`` stay.
     """
     Xw, yw = window(X, y, n_max)
-    model = build_model(Xw, yw, kernel, hypers, device)
+    model = build_model(Xw, yw, kernel, hypers, device, mean_at)
     if fit:
         generator = generator if generator is not None else torch.Generator().manual_seed(0)
         for attempt in range(FIT_ATTEMPTS):
@@ -174,4 +212,6 @@ def fit_model(
                 break
             except ModelFittingError:
                 from_state(model, hypers)
+                if mean_at is not None:
+                    _fix_mean(model)
     return model.eval()

@@ -40,6 +40,13 @@ def bilog(c: Tensor) -> Tensor:
     return c.sign() * c.abs().log1p()
 
 
+def typical_size(C: Tensor) -> Tensor:
+    """m: each constraint's median |c| over the rows (1 where that is 0), the unit bilog is applied in: bilog(c)
+    is near-linear for |c| < 1, so a constraint measured in thousands would otherwise become a step at its bound."""
+    size = C.to(torch.float64).abs().median(dim=0).values
+    return torch.where(size > 0, size, torch.ones_like(size))
+
+
 def active_constraint(C: Tensor, i: int) -> int:
     """The constraint nearest to (or furthest past) its bound at row i, in units of each one's spread over C."""
     spread = C.std(dim=0) if C.shape[0] > 1 else torch.ones(C.shape[1], dtype=C.dtype)
@@ -47,15 +54,37 @@ def active_constraint(C: Tensor, i: int) -> int:
     return int((C[i] / spread).argmax())
 
 
-def safe_probability(constraints: list[SingleTaskGP], X: Tensor) -> Tensor:
-    """P(every constraint holds) at each row of X (n x d -> n): the product of each GP's Phi(-mu / sigma)."""
+def loo_spread(model: SingleTaskGP) -> float:
+    """The root mean square of the model's leave-one-out z-scores on its own data, at least 1: how many times
+    wider its errors are than its predictive sd says (Rasmussen & Williams eq. 5.12, in closed form).
+
+    mu_-i = y_i - [K^-1 y]_i / [K^-1]_ii,  var_-i = 1 / [K^-1]_ii,  K = k(X, X) + noise I (standardised y)."""
+    with torch.no_grad():
+        X = model.train_inputs[0]
+        if X.shape[-2] < 3:
+            return 1.0
+        y = model.train_targets.reshape(-1) - model.mean_module.constant.reshape(())
+        K = model.covar_module(X).to_dense() + model.likelihood.noise.reshape(()) * torch.eye(X.shape[-2]).to(X)
+        try:
+            K_inv = torch.cholesky_inverse(torch.linalg.cholesky(K))
+        except RuntimeError:  # not positive definite in floating point: no evidence either way
+            return 1.0
+        diag = K_inv.diagonal().clamp_min(1e-300)
+        z = (K_inv @ y) / diag.sqrt()  # (y_i - mu_-i) / sd_-i
+        return max(1.0, float(z.pow(2).mean().sqrt()))
+
+
+def safe_probability(constraints: list[SingleTaskGP], X: Tensor, calibrated: bool = False) -> Tensor:
+    """P(every constraint holds) at each row of X (n x d -> n): the product of each GP's Phi(-mu / sigma);
+    ``calibrated``: each sigma widened by its model's ``loo_spread``, so that a model whose own data say it is
+    over-confident does not call a point safe on its word."""
     p = torch.ones(X.shape[0], dtype=torch.float64)
     normal = torch.distributions.Normal(0.0, 1.0)
     with torch.no_grad():
         for m in constraints:
             post = m.posterior(X)
             mu, sigma = post.mean.reshape(-1).cpu(), post.variance.reshape(-1).clamp_min(1e-18).sqrt().cpu()
-            p = p * normal.cdf(-mu / sigma)
+            p = p * normal.cdf(-mu / (sigma * (loo_spread(m) if calibrated else 1.0)))
     return p
 
 
