@@ -160,7 +160,7 @@ def test_the_region_centres_on_the_best_feasible_point_or_else_the_least_violati
 
 
 def test_success_counts_feasibility_first() -> None:
-    from localbo.policies.turbo import Region, TurboConfig, update
+    from localbo.policies.turbo_region import Region, TurboConfig, update
 
     config, one = TurboConfig(success_tolerance=9, failure_tolerance=9), torch.tensor
     feasible = Region(length=0.8, best=1.0, violation=0.0)

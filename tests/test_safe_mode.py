@@ -152,7 +152,7 @@ def test_a_local_policy_in_safe_mode_starts_at_the_first_seed(api: Any) -> None:
 
 def test_a_safe_turbo_region_that_collapses_restarts_on_all_the_data() -> None:
     """A region below length_min restarts; in safe mode it keeps every result (else it has none to be safe by)."""
-    from localbo.policies.turbo import Region, TurboState
+    from localbo.policies.turbo_region import Region, TurboState
 
     X = torch.tensor([[0.3, 0.3], [0.32, 0.31], [0.29, 0.33]], dtype=torch.float64)
     y = torch.tensor([1.0, 1.1, 1.05], dtype=torch.float64)  # no improvement: the region halves below length_min

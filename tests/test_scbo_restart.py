@@ -8,7 +8,8 @@ import dataclasses
 
 import pytest
 import torch
-from localbo.policies.turbo import Region, Turbo, TurboState, region_data
+from localbo.policies.turbo import Turbo
+from localbo.policies.turbo_region import Region, TurboState, region_data
 from policy_requests import make_request
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

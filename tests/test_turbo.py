@@ -8,7 +8,8 @@ import json
 
 import pytest
 import torch
-from localbo.policies.turbo import Region, Turbo, TurboState, region_data, trust_region
+from localbo.policies.turbo import Turbo
+from localbo.policies.turbo_region import Region, TurboState, region_data, trust_region
 from policy_requests import make_request
 
 from tests.conftest import unique
