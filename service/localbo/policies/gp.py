@@ -5,7 +5,7 @@ Model (BoTorch's own SingleTaskGP defaults since 0.12, i.e. Hvarfner et al. 2024
     inputs X: n x d in [0, 1]^d (no input transform); outputs standardised (Standardize); float64
     f ~ GP(c, k),  k = RBF (GIBO's kernel, the default) or Matérn-5/2, ARD, no outputscale (s2 = 1 on standardised y)
     lengthscale l_i ~ LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),  l_i >= 0.025
-    noise variance  ~ LogNormal(-4, 1),  >= 1e-4;   constant mean c, flat prior
+    noise variance  ~ LogNormal(-4, 1),  >= 1e-4;   constant mean c, flat prior (or fixed: ``mean_at``)
 
 These priors replace GIBO's U(0.01, 0.3) lengthscale prior and fixed noise (algorithms.md 1.5): on the
 unit cube their modes (0.2 sqrt(d)) match the lengthscales of the synthetic benchmark (4.1) at d = 25..100.
@@ -138,8 +138,8 @@ def build_model(
     """SingleTaskGP on X: n x d (unit cube), y: n, with ``hypers`` loaded (not fitted), in eval mode, on ``device``.
 
     ``mean_at``: the prior mean fixed at this value of y (not fitted; ``ScaledAbout``), as SafeOpt puts a
-    constraint's prior at its bound: away from the data the model then knows nothing either way, instead of
-    reverting to the data's own, comfortable level."""
+    constraint's prior at its bound: away from the data the model reverts to "do not know" (mean at the bound)
+    instead of to the data's own, comfortable level."""
     X, Y = X.to(device, torch.float64), y.to(device, torch.float64).reshape(-1, 1)
     model = SingleTaskGP(
         X,
@@ -176,7 +176,7 @@ class ScaledAbout(Standardize):
 
 def _fix_mean(model: SingleTaskGP) -> None:
     """The constant mean held at 0 (``ScaledAbout``'s centre) and left out of fits."""
-    model.mean_module.constant = torch.zeros((), dtype=torch.float64)
+    model.mean_module.constant = torch.zeros_like(model.mean_module.constant.detach())
     model.mean_module.raw_constant.requires_grad_(False)
 
 
