@@ -15,7 +15,7 @@ import torch
 from botorch.test_functions.multi_objective import BraninCurrin
 from localbo.policies import get_policy
 from localbo.policies.base import Polytope, SuggestRequest
-from localbo.policies.morbo import MorboRegion, MorboState
+from localbo.policies.morbo_regions import MorboRegion, MorboState
 from localbo.policies.pareto import hypervolume, pareto_front
 from localbo.policies.polytope import sample, violation
 from policy_requests import make_request
