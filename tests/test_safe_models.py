@@ -44,6 +44,7 @@ def test_the_prior_at_the_bound_is_fixed_not_fitted() -> None:
 def test_typical_size_is_each_constraints_median_magnitude_at_least_one() -> None:
     C = torch.tensor([[-4000.0, 0.02, 0.0], [1000.0, -0.01, 0.0], [-2500.0, 0.5, 0.0]], dtype=DTYPE)
     assert typical_size(C).tolist() == [2500.0, 1.0, 1.0], "below 1 (or always 0) a constraint keeps unit 1"
+    assert typical_size(C, at_least=0.0).tolist() == [2500.0, 0.02, 1.0], "safe mode's: every one, 0 keeps unit 1"
 
 
 def test_bilog_on_the_typical_scale_is_smooth_across_the_bound_and_keeps_the_sign() -> None:

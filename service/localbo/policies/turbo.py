@@ -249,7 +249,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         if C_all is not None:
             C = C_all[keep].to(torch.float64)
             previous = state.constraint_hypers if len(state.constraint_hypers) == C.shape[1] else [None] * C.shape[1]
-            scale = typical_size(C_all)
+            scale = typical_size(C_all, at_least=0.0 if safe else 1.0)  # safe mode: every one (measured)
             constraints = [
                 fit_model(
                     X,

@@ -42,12 +42,13 @@ def bilog(c: Tensor) -> Tensor:
     return c.sign() * c.abs().log1p()
 
 
-def typical_size(C: Tensor) -> Tensor:
-    """m: each constraint's median |c| over the rows, at least 1: the unit bilog is applied in. bilog(c) is
-    near-linear for |c| < 1, so a constraint measured in thousands would become a step at its bound; one already
-    below 1 is left as it is (scaling it up would bend what bilog leaves straight: measured, 2-3x the infeasible
-    evaluations on tension_compression, c_gramacy and mixture8)."""
-    return C.to(torch.float64).abs().median(dim=0).values.clamp_min(1.0)
+def typical_size(C: Tensor, at_least: float = 1.0) -> Tensor:
+    """m: each constraint's median |c| over the rows, at least ``at_least`` (and above 0): the unit bilog is applied
+    in. bilog(c) is near-linear for |c| < 1, so a constraint measured in thousands would become a step at its bound;
+    by default one already below 1 is left as it is (SCBO scaling it up, which bends what bilog leaves straight, had
+    2-3x the infeasible evaluations on tension_compression, c_gramacy and mixture8)."""
+    size = C.to(torch.float64).abs().median(dim=0).values.clamp_min(at_least)
+    return torch.where(size > 0, size, torch.ones_like(size))
 
 
 def active_constraint(C: Tensor, i: int) -> int:
