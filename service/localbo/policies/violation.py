@@ -6,7 +6,7 @@ and the local policies' constraint models.
     total violation   v = sum_j max(c_j, 0)                     (0: feasible)
     centre            the lowest y among the feasible rows, else the lowest v
     transform         bilog(c) = sign(c) log(1 + |c|)           (the constraint GPs' target: sign kept, spread tamed)
-    typical size      s_j = max(1, median_i |c_ij|)             (turbo fits bilog(c_j / s_j): smooth across the bound)
+    typical size      s_j = median_i |c_ij|, at least 1 for SCBO  (turbo fits bilog(c_j / s_j): smooth across the bound)
     active            the constraint nearest to (or furthest past) its bound at a row, in units of its spread
     safe probability  prod_j Phi(-mu_j / sigma_j) over the constraint GPs' posteriors (safe mode), each sigma_j
                       optionally widened by the model's leave-one-out spread (``loo_spread``)
