@@ -27,6 +27,7 @@ TOL = Polytope.TOLERANCE
 SMALL: dict[str, dict[str, Any]] = {
     "morbo": {"candidates": 128},
     "qlognehvi": {"num_restarts": 2, "raw_samples": 32, "mc_samples": 32, "maxiter": 30},
+    "morbo-lognehvi": {"acquisition": "lognehvi", "regions": 2},  # morbo's qLogNEHVI picks
 }
 BRANIN_CURRIN_REF = torch.tensor([18.0, 6.0], dtype=torch.float64)  # BoTorch's, in minimised units
 
@@ -61,7 +62,7 @@ def inside(P: Polytope, X: torch.Tensor) -> bool:
     return in_cube and bool((violation(P, X) <= TOL).all())
 
 
-def optimise(name: str, evaluations: int, q: int, seed: int) -> tuple[float, Any]:
+def optimise(name: str, evaluations: int, q: int, seed: int, variant: str | None = None) -> tuple[float, Any]:
     """Run ``name`` on BraninCurrin (minimised, BoTorch's reference point) for ``evaluations`` points in batches of q.
 
     Only ~4 % of the cube dominates this reference point (x1 < 0.2, x2 > 0.64); morbo, a local method, can settle
@@ -79,7 +80,7 @@ def optimise(name: str, evaluations: int, q: int, seed: int) -> tuple[float, Any
             ref=BRANIN_CURRIN_REF,
             count=q,
             state=state,
-            config=SMALL.get(name, {}),
+            config=SMALL.get(variant or name, {}),
             seed=seed,
             rng_seed=seed * 1000 + X.shape[0],
         )
@@ -211,3 +212,33 @@ def test_one_objective_runs_as_its_single_column(name: str) -> None:
     got = get_policy(name)().suggest(request(name, X, None, count=2, config=SMALL[name]))
     assert got.X.shape == (2, 2) and bool(((got.X >= 0) & (got.X <= 1)).all())
     assert got.state.front_size == 1
+
+
+# --- morbo's qLogNEHVI picks (acquisition "lognehvi") ------------------------------------------------------------
+
+
+def test_morbo_lognehvi_picks_inside_their_regions_boxes_and_the_polytope_reproducibly() -> None:
+    P, _ = cases(1, seed=5, d_max=4)[0]
+    d = P.A_ub.shape[1] if P.A_ub.numel() else P.A_eq.shape[1]
+    X = sample(P, 10, torch.Generator().manual_seed(1))
+    Y = two_objectives(X)
+    config = {"acquisition": "lognehvi", "regions": 2, "length_init": 0.4, "n_init": 4}
+    made = lambda: request(  # noqa: E731
+        "morbo", X, Y, ref=Y.amax(0), C=ball(X), polytope=P, count=3, config=config, seed=2, dim=d
+    )
+    first, second = get_policy("morbo")().suggest(made()), get_policy("morbo")().suggest(made())
+    assert torch.equal(first.X, second.X) and first.state == second.state
+    assert first.X.shape == (3, d) and inside(P, first.X)
+    assert torch.unique(first.X, dim=0).shape[0] == 3, "the pending picks steer the next ones away"
+    for x in first.X:
+        owners = [r for r in first.state.regions if x.tolist() in r.proposed]
+        assert len(owners) == 1, "each point remembered by the region that proposed it"
+        lower, upper = torch.tensor(owners[0].lower), torch.tensor(owners[0].upper)
+        assert bool(((x >= lower - 1e-9) & (x <= upper + 1e-9)).all()), "inside its region's box"
+
+
+def test_morbo_lognehvi_a_larger_hypervolume_than_random_on_branin_currin() -> None:
+    found, state = optimise("morbo", 20, 2, seed=0, variant="morbo-lognehvi")
+    baseline, _ = optimise("random", 20, 2, 0)
+    assert found > baseline + 10.0, (found, baseline)
+    assert state.front_size >= 1

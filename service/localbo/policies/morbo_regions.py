@@ -5,6 +5,7 @@ where each region centres."""
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +38,10 @@ class MorboConfig(PolicyConfig):
     max_region_data: int = Field(default=2000, ge=2, le=100_000, description="Most results a region's GPs see")
     winsorize: float = Field(default=0.05, ge=0, lt=0.5, description="Worst share of each objective clipped")
     tabu_tenure: int = Field(default=100, ge=0, le=1_000_000, description="Results a collapsed centre stays tabu")
+    acquisition: Literal["ts", "lognehvi"] = Field(
+        default="ts",
+        description="Picks by Thompson samples' hypervolume improvement (the paper), or by qLogNEHVI in each region",
+    )
 
 
 class MorboRegion(BaseModel):

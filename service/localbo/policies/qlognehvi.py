@@ -9,7 +9,8 @@ objectives on small d. Every objective is minimised (``request.Y``: n x k).
               point, X_pending = the pending points, ``mc_samples`` Sobol QMC samples seeded per call), with BoTorch's
               ``optimize_acqf`` (L-BFGS-B, SLSQP under parameter constraints) from ``num_restarts`` starts chosen among
               ``raw_samples`` random q-batches (``acqopt.initial_conditions``: BoTorch's rule, explicit generator; under
-              parameter constraints the best of hit-and-run q-batches, ``polytope.sample``)
+              parameter constraints the best of hit-and-run q-batches, ``polytope.sample``); ``hvi_search.py``, which
+              morbo's ``acquisition: "lognehvi"`` shares
 
 The reference point is ``request.reference_point`` (the engine's), else ``pareto.infer_reference_point`` of the data.
 Outcome constraints (``request.C``: n x m, <= 0 where one holds): one more GP per constraint on
@@ -26,25 +27,12 @@ BoTorch's baseline pruning is off: it draws its sampler's seed from torch's glob
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
-from typing import Any
-
 import torch
-from botorch.acquisition import AcquisitionFunction
-from botorch.acquisition.logei import qLogNoisyExpectedImprovement
-from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
-from botorch.acquisition.multi_objective.objective import GenericMCMultiOutputObjective
-from botorch.acquisition.objective import GenericMCObjective
-from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models import ModelListGP
-from botorch.optim import optimize_acqf
-from botorch.sampling.normal import SobolQMCNormalSampler
 from pydantic import Field
-from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.acqopt import initial_conditions, inside, unit_bounds
+from localbo.policies.acqopt import unit_bounds
 from localbo.policies.base import (
     Display,
     KernelKind,
@@ -52,14 +40,14 @@ from localbo.policies.base import (
     PolicyConfig,
     PolicyConfigError,
     PolicyState,
-    Polytope,
     Progress,
     Suggestion,
     SuggestRequest,
 )
 from localbo.policies.gp import Hypers, fit_model, to_state
+from localbo.policies.hvi_search import SearchSettings, log_nehvi, maximise
 from localbo.policies.pareto import feasible, hypervolume, infer_reference_point, pareto_front
-from localbo.policies.polytope import design, sample
+from localbo.policies.polytope import design
 from localbo.policies.violation import bilog
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
@@ -84,34 +72,6 @@ class QLogNEHVIState(PolicyState):
     front_size: int = 0
     reference_point: list[float] | None = None
     acquisition: float | None = None  # the best q-batch's log acquisition value
-
-
-def _linear_constraints(
-    polytope: Polytope, d: int
-) -> tuple[list[tuple[Tensor, Tensor, float]] | None, list[tuple[Tensor, Tensor, float]] | None]:
-    """The polytope as optimize_acqf's (indices, coefficients, rhs) constraints: A_ub u <= b as -A_ub u >= -b."""
-    index = torch.arange(d)
-    A_ub = polytope.A_ub.detach().cpu().double().reshape(-1, d)
-    A_eq = polytope.A_eq.detach().cpu().double().reshape(-1, d)
-    b_ub = polytope.b_ub.detach().cpu().double().reshape(-1)
-    b_eq = polytope.b_eq.detach().cpu().double().reshape(-1)
-    ineq = [(index, -A_ub[i], -float(b_ub[i])) for i in range(A_ub.shape[0])]
-    eq = [(index, A_eq[i], float(b_eq[i])) for i in range(A_eq.shape[0])]
-    return ineq or None, eq or None
-
-
-def _column(i: int) -> Callable[[Tensor], Tensor]:
-    """The i-th output of the samples (a constraint's, <= 0 feasible), as BoTorch's ``constraints=`` callables."""
-    return lambda Z: Z[..., i]
-
-
-def _negated(k: int) -> Callable[[Tensor, Tensor | None], Tensor]:
-    """The objectives for BoTorch, which maximises: -Z[..., :k] (k objectives), or -Z[..., 0] when k is 0 (one)."""
-
-    def objective(Z: Tensor, X: Tensor | None = None) -> Tensor:
-        return -Z[..., :k] if k else -Z[..., 0]
-
-    return objective
 
 
 @register
@@ -179,8 +139,10 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
             if C is not None
         ]
         like = objectives[0].train_inputs[0]  # the models' device and dtype
-        acq = self._acquisition(ModelListGP(*objectives, *constraints), X, request, ref, k, m, config, g, like)
-        points, value = self._optimise(acq, q, config, request, g, like)
+        settings = SearchSettings(config.num_restarts, config.raw_samples, config.mc_samples, config.maxiter)
+        pending = request.X_pending.detach().reshape(-1, d)
+        acq = log_nehvi(ModelListGP(*objectives, *constraints), X.to(like), pending, ref, k, m, settings, g)
+        points, value = maximise(acq, q, unit_bounds(d).to(like), request.polytope, settings, g)
         front = pareto_front(Y, C) & (Y < ref).all(-1)
         new = state.model_copy(
             update={
@@ -194,90 +156,3 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
             }
         )
         return Suggestion(X=points.to(dev), state=new)
-
-    @staticmethod
-    def _acquisition(
-        model: ModelListGP,
-        X: Tensor,
-        request: SuggestRequest[QLogNEHVIConfig, QLogNEHVIState],
-        ref: Tensor,
-        k: int,
-        m: int,
-        config: QLogNEHVIConfig,
-        g: torch.Generator,
-        like: Tensor,
-    ) -> AcquisitionFunction:
-        """qLogNEHVI (k >= 2) or qLogNEI (k = 1) on the negated objectives, the constraints as callables."""
-        seed = int(torch.randint(2**31 - 1, (1,), generator=g))
-        sampler = SobolQMCNormalSampler(sample_shape=torch.Size([config.mc_samples]), seed=seed)
-        pending = request.X_pending.detach().reshape(-1, request.dim).to(like)
-        outcome_constraints = [_column(k + j) for j in range(m)]
-        common: dict[str, Any] = {
-            "X_baseline": X.to(like),
-            "sampler": sampler,
-            "X_pending": pending if pending.shape[0] else None,
-            "prune_baseline": False,  # BoTorch's pruning seeds its sampler from torch's global RNG
-            "constraints": outcome_constraints or None,
-        }
-        if k == 1:
-            return qLogNoisyExpectedImprovement(model, objective=GenericMCObjective(_negated(0)), **common)
-        return qLogNoisyExpectedHypervolumeImprovement(
-            model,
-            ref_point=(-ref).tolist(),
-            objective=GenericMCMultiOutputObjective(_negated(k)),
-            **common,
-        )
-
-    @staticmethod
-    def _optimise(
-        acq: AcquisitionFunction,
-        q: int,
-        config: QLogNEHVIConfig,
-        request: SuggestRequest[QLogNEHVIConfig, QLogNEHVIState],
-        g: torch.Generator,
-        like: Tensor,
-    ) -> tuple[Tensor, float | None]:
-        """The best q-batch found by optimize_acqf from the chosen starts, inside the parameter constraints."""
-        d = request.dim
-        bounds = unit_bounds(d).to(like)
-        polytope = request.polytope
-        ineq = eq = None
-        if polytope is None:
-            starts = initial_conditions(acq, bounds, q, config.num_restarts, config.raw_samples, g)
-        else:
-            ineq, eq = _linear_constraints(polytope, d)
-            raw = sample(polytope, config.raw_samples * q, g, thinning=1).to(bounds).reshape(-1, q, d)
-            with torch.no_grad():
-                values = acq(raw)
-            values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
-            starts = raw[values.argsort(descending=True, stable=True)[: config.num_restarts]]
-        with warnings.catch_warnings():  # L-BFGS-B / SLSQP stopping at maxiter is expected with modest settings
-            warnings.simplefilter("ignore", RuntimeWarning)
-            warnings.simplefilter("ignore", OptimizationWarning)
-            found, _ = optimize_acqf(
-                acq,
-                bounds,
-                q=q,
-                num_restarts=starts.shape[0],
-                batch_initial_conditions=starts,
-                options={"maxiter": config.maxiter},
-                inequality_constraints=ineq,
-                equality_constraints=eq,
-                return_best_only=False,
-                retry_on_optimization_warning=False,
-            )
-        found = found.detach().reshape(-1, q, d).clamp(0, 1)
-        if polytope is not None:
-            lo, hi = torch.zeros(d, dtype=torch.float64), torch.ones(d, dtype=torch.float64)
-            found = torch.stack(
-                [
-                    inside(b.cpu().double(), s.cpu().double(), lo, hi, polytope)
-                    for b, s in zip(found, starts, strict=True)
-                ]
-            ).to(bounds)
-        with torch.no_grad():
-            values = acq(found)
-        values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
-        best = int(values.argmax())
-        value = float(values[best])
-        return found[best].cpu(), value if value > -torch.inf else None

@@ -1,0 +1,153 @@
+"""BoTorch's qLogNEHVI (several objectives) or qLogNEI (one), and its maximisation inside a box: the acquisition of
+``qlognehvi`` over the unit cube, and of ``morbo``'s ``acquisition: "lognehvi"`` inside each trust region.
+
+    acquisition:  on the negated objectives (BoTorch maximises; the reference point negated too), X_baseline the
+                  points the models saw, the pending points as X_pending, ``mc_samples`` Sobol QMC samples seeded
+                  from the caller's generator; outcome constraints (model outputs k.., <= 0 feasible) as BoTorch's
+                  ``constraints=`` callables. BoTorch's baseline pruning is off: it seeds from torch's global RNG.
+    maximise:     ``optimize_acqf`` (L-BFGS-B; SLSQP under parameter constraints) from ``num_restarts`` starts chosen
+                  among ``raw_samples`` random q-batches in the box (``acqopt.initial_conditions``; under parameter
+                  constraints the best hit-and-run q-batches of box ∩ polytope), the results clipped to the box and
+                  pulled inside the polytope (``acqopt.inside``); the best q-batch by its exact value.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+from botorch.acquisition.multi_objective.objective import GenericMCMultiOutputObjective
+from botorch.acquisition.objective import GenericMCObjective
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.models import ModelListGP
+from botorch.optim import optimize_acqf
+from botorch.sampling.normal import SobolQMCNormalSampler
+from torch import Tensor
+
+from localbo.policies.acqopt import initial_conditions, inside
+from localbo.policies.base import Polytope
+from localbo.policies.polytope import sample
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    num_restarts: int = 4
+    raw_samples: int = 128
+    mc_samples: int = 64
+    maxiter: int = 100
+
+
+def _linear_constraints(
+    polytope: Polytope, d: int
+) -> tuple[list[tuple[Tensor, Tensor, float]] | None, list[tuple[Tensor, Tensor, float]] | None]:
+    """The polytope as optimize_acqf's (indices, coefficients, rhs) constraints: A_ub u <= b as -A_ub u >= -b."""
+    index = torch.arange(d)
+    A_ub = polytope.A_ub.detach().cpu().double().reshape(-1, d)
+    A_eq = polytope.A_eq.detach().cpu().double().reshape(-1, d)
+    b_ub = polytope.b_ub.detach().cpu().double().reshape(-1)
+    b_eq = polytope.b_eq.detach().cpu().double().reshape(-1)
+    ineq = [(index, -A_ub[i], -float(b_ub[i])) for i in range(A_ub.shape[0])]
+    eq = [(index, A_eq[i], float(b_eq[i])) for i in range(A_eq.shape[0])]
+    return ineq or None, eq or None
+
+
+def _column(i: int) -> Callable[[Tensor], Tensor]:
+    """The i-th output of the samples (a constraint's, <= 0 feasible), as BoTorch's ``constraints=`` callables."""
+    return lambda Z: Z[..., i]
+
+
+def _negated(k: int) -> Callable[[Tensor, Tensor | None], Tensor]:
+    """The objectives for BoTorch, which maximises: -Z[..., :k] (k objectives), or -Z[..., 0] when k is 0 (one)."""
+
+    def objective(Z: Tensor, X: Tensor | None = None) -> Tensor:
+        return -Z[..., :k] if k else -Z[..., 0]
+
+    return objective
+
+
+def log_nehvi(
+    model: ModelListGP,
+    X_baseline: Tensor,
+    pending: Tensor,
+    ref: Tensor,
+    k: int,
+    m: int,
+    settings: SearchSettings,
+    g: torch.Generator,
+) -> AcquisitionFunction:
+    """qLogNEHVI (k >= 2) or qLogNEI (k = 1) on the negated objectives; outputs k..k+m-1 the constraints.
+    X_baseline on the models' device and dtype."""
+    like = X_baseline  # the models' device and dtype
+    seed = int(torch.randint(2**31 - 1, (1,), generator=g))
+    sampler = SobolQMCNormalSampler(sample_shape=torch.Size([settings.mc_samples]), seed=seed)
+    pending = pending.to(like)
+    outcome_constraints = [_column(k + j) for j in range(m)]
+    common: dict[str, Any] = {
+        "X_baseline": X_baseline.to(like),
+        "sampler": sampler,
+        "X_pending": pending if pending.shape[0] else None,
+        "prune_baseline": False,
+        "constraints": outcome_constraints or None,
+    }
+    if k == 1:
+        return qLogNoisyExpectedImprovement(model, objective=GenericMCObjective(_negated(0)), **common)
+    return qLogNoisyExpectedHypervolumeImprovement(
+        model, ref_point=(-ref).tolist(), objective=GenericMCMultiOutputObjective(_negated(k)), **common
+    )
+
+
+def maximise(
+    acq: AcquisitionFunction,
+    q: int,
+    bounds: Tensor,
+    polytope: Polytope | None,
+    settings: SearchSettings,
+    g: torch.Generator,
+) -> tuple[Tensor, float | None]:
+    """The best q x d batch found in ``bounds`` (2 x d, the models' device) and inside the polytope, on the CPU, and
+    its log acquisition value (None when not finite)."""
+    d = bounds.shape[-1]
+    ineq = eq = None
+    if polytope is None:
+        starts = initial_conditions(acq, bounds, q, settings.num_restarts, settings.raw_samples, g)
+    else:
+        ineq, eq = _linear_constraints(polytope, d)
+        lo, hi = bounds[0].cpu().double(), bounds[1].cpu().double()
+        raw = sample(polytope, settings.raw_samples * q, g, lo, hi, thinning=1).to(bounds).reshape(-1, q, d)
+        with torch.no_grad():
+            values = acq(raw)
+        values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
+        starts = raw[values.argsort(descending=True, stable=True)[: settings.num_restarts]]
+    with warnings.catch_warnings():  # L-BFGS-B / SLSQP stopping at maxiter is expected with modest settings
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", OptimizationWarning)
+        found, _ = optimize_acqf(
+            acq,
+            bounds,
+            q=q,
+            num_restarts=starts.shape[0],
+            batch_initial_conditions=starts,
+            options={"maxiter": settings.maxiter},
+            inequality_constraints=ineq,
+            equality_constraints=eq,
+            return_best_only=False,
+            retry_on_optimization_warning=False,
+        )
+    found = torch.max(torch.min(found.detach().reshape(-1, q, d), bounds[1]), bounds[0])
+    if polytope is not None:
+        lo, hi = bounds[0].cpu().double(), bounds[1].cpu().double()
+        found = torch.stack(
+            [inside(b.cpu().double(), s.cpu().double(), lo, hi, polytope) for b, s in zip(found, starts, strict=True)]
+        ).to(bounds)
+    with torch.no_grad():
+        values = acq(found)
+    values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
+    best = int(values.argmax())
+    value = float(values[best])
+    return found[best].cpu(), value if value > -torch.inf else None
