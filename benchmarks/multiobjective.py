@@ -63,7 +63,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
 CHECKPOINTS = (50, 100, 200)
 # the local policies whose best the goals compare (qlognehvi is global: shown, not ours)
-OURS = ("morbo", "morbo-1r", "minucb")
+OURS = ("morbo", "morbo-1r", "morbo-nehvi", "morbo-nehvi-1r", "minucb", "la-minucb")
 PEERS = ("nsga2", "tpe", "gpsampler", "ax", "random", "optuna-random")
 CHEAP = ("random", "optuna-random", "nsga2", "tpe")  # seconds a run: they run first
 HEADLINE = ("morbo", "minucb", "gpsampler")  # the local policies and the model-based Optuna peer: before the others

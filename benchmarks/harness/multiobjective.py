@@ -63,9 +63,7 @@ LOCALBO_METHODS = ("morbo", "qlognehvi", "random")  # more: any registered polic
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "morbo-1r": ("morbo", {"regions": 1, "length_init": 1.6}),  # one region that starts over the whole cube
     "morbo-nehvi": ("morbo", {"acquisition": "lognehvi"}),  # qLogNEHVI maximised in each trust region
-    "morbo-nehvi-1r": ("morbo", {"acquisition": "lognehvi", "regions": 1, "length_init": 1.6}),
-    "morbo-m0": ("morbo", {"success_margin": 0.0}),
-    "morbo-nehvi-m0": ("morbo", {"acquisition": "lognehvi", "success_margin": 0.0}),
+    "morbo-nehvi-1r": ("morbo", {"acquisition": "lognehvi", "regions": 1, "length_init": 1.6}),  # both
 }
 OPTUNA_METHODS = ("nsga2", "tpe", "gpsampler", "optuna-random")
 AX_METHODS = ("ax",)
