@@ -242,3 +242,20 @@ def test_morbo_lognehvi_a_larger_hypervolume_than_random_on_branin_currin() -> N
     baseline, _ = optimise("random", 20, 2, 0)
     assert found > baseline + 10.0, (found, baseline)
     assert state.front_size >= 1
+
+
+@pytest.mark.parametrize("name", ["morbo", "qlognehvi"])
+def test_a_limit_in_large_units_is_modelled_the_same_whatever_its_units(name: str) -> None:
+    """The constraint GPs fit bilog(c / its typical size) (violation.typical_size): a limit measured in thousands
+    does not become a step at its bound, and millimetres or metres above 1 give the same points."""
+    g = torch.Generator().manual_seed(11)
+    X = torch.rand(14, 3, generator=g, dtype=torch.float64)
+    Y = two_objectives(X)
+    got = []
+    for unit in (1_000.0, 7_000.0):
+        made = request(name, X, Y, ref=Y.amax(0), C=unit * ball(X), count=2, config=SMALL[name], seed=4)
+        got.append(get_policy(name)().suggest(made))
+    fits = [torch.tensor(s.state.constraint_hypers[0].lengthscale) for s in got]
+    assert torch.allclose(fits[0], fits[1], rtol=1e-3), "the constraint GP the same in either unit"
+    # the same points: exactly from morbo's samples; qlognehvi's L-BFGS-B moves with the last bits of its inputs
+    assert torch.allclose(got[0].X, got[1].X, atol=1e-6 if name == "morbo" else 0.02)

@@ -50,11 +50,12 @@ tabu tenure 100 (iterations there, results here). Here, unlike the paper: the in
 (the paper: hundreds, for large batches), a restart reuses the front rather than evaluating a new design point found by
 a random scalarisation, and the perturbation probability does not decay with the budget (the service has none).
 
-Outcome constraints (``request.C``: n x m, <= 0 where one holds) as SCBO: one GP per constraint on
-bilog(c) = sign(c) log(1 + |c|); a sampled candidate is feasible when every sampled constraint is <= 0; the front
-and the centres use the feasible results only. One objective (``request.Y`` None): y is the single column, the
-reference point inferred from it; the hypervolume is then max(ref - best, 0), so the picks are Thompson sampling with
-several trust regions.
+Outcome constraints (``request.C``: n x m, <= 0 where one holds) as SCBO: one GP per constraint on bilog(c_j / s_j),
+bilog(c) = sign(c) log(1 + |c|), s_j the constraint's median |c_j| over the study where that exceeds 1
+(``violation.typical_size``, as turbo's SCBO: a limit measured in thousands stays smooth across its bound); a sampled
+candidate is feasible when every sampled constraint is <= 0; the front and the centres use the feasible results only.
+One objective (``request.Y`` None): y is the single column, the reference point inferred from it; the hypervolume is
+then max(ref - best, 0), so the picks are Thompson sampling with several trust regions.
 
 >>> request = dataclasses.replace(make_request("morbo", X, Y[:, 0], count=4), Y=Y, reference_point=ref)
 >>> Morbo().suggest(request).X                        # 4 x d, each from one of the trust regions
@@ -101,7 +102,7 @@ from localbo.policies.pareto import (
 )
 from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
-from localbo.policies.violation import bilog, total_violation
+from localbo.policies.violation import bilog, total_violation, typical_size
 
 REGION_SEARCH = SearchSettings(num_restarts=2, raw_samples=128, mc_samples=64, maxiter=50)  # per region and pick
 
@@ -251,6 +252,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
         m = 0 if C is None else C.shape[1]
         warm_c: list[Hypers | None] = list(state.constraint_hypers) if len(state.constraint_hypers) == m else [None] * m
         fits: dict[tuple[int, ...], tuple[list[SingleTaskGP], list[SingleTaskGP]]] = {}
+        size = typical_size(C) if C is not None else torch.ones(0, dtype=torch.float64)
         out = []
         for region, c in zip(regions, centres, strict=True):
             rows = region_rows(X, X[c], region.length, config)
@@ -270,7 +272,12 @@ class Morbo(Policy[MorboConfig, MorboState]):
                 ]
                 constraints = [
                     fit_model(
-                        Xr, bilog(C[rows, j]), "matern52", warm_c[j], device=request.device, generator=request.generator
+                        Xr,
+                        bilog(C[rows, j] / size[j]),
+                        "matern52",
+                        warm_c[j],
+                        device=request.device,
+                        generator=request.generator,
                     )
                     for j in range(m)
                     if C is not None

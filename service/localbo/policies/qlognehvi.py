@@ -13,11 +13,12 @@ objectives on small d. Every objective is minimised (``request.Y``: n x k).
               morbo's ``acquisition: "lognehvi"`` shares
 
 The reference point is ``request.reference_point`` (the engine's), else ``pareto.infer_reference_point`` of the data.
-Outcome constraints (``request.C``: n x m, <= 0 where one holds): one more GP per constraint on
-bilog(c) = sign(c) log(1 + |c|), passed as BoTorch's ``constraints=`` callables (a sigmoid-smoothed feasibility
-weight on each sample). Under parameter constraints SLSQP's result is clipped to the cube, projected onto the
-equalities and, if still outside, pulled back towards its start (``acqopt.inside``). One objective (``request.Y``
-None): qLogNoisyExpectedImprovement on y, the same models and search. Defaults are modest for a 2-core machine:
+Outcome constraints (``request.C``: n x m, <= 0 where one holds): one more GP per constraint on bilog(c_j / s_j),
+bilog(c) = sign(c) log(1 + |c|) and s_j the constraint's median |c_j| where that exceeds 1 (``violation.typical_size``,
+as turbo's SCBO), passed as BoTorch's ``constraints=`` callables (a sigmoid-smoothed feasibility weight on each sample).
+Under parameter constraints SLSQP's result is clipped to the cube, projected onto the equalities and, if still outside,
+pulled back towards its start (``acqopt.inside``). One objective (``request.Y`` None): qLogNoisyExpectedImprovement
+on y, the same models and search. Defaults are modest for a 2-core machine:
 4 restarts, 128 raw samples, 64 MC samples, 100 L-BFGS-B iterations (BoTorch's tutorial: 10, 512, 128, 200).
 BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG.
 
@@ -48,7 +49,7 @@ from localbo.policies.gp import Hypers, fit_model, to_state
 from localbo.policies.hvi_search import SearchSettings, log_nehvi, maximise
 from localbo.policies.pareto import feasible, hypervolume, infer_reference_point, pareto_front
 from localbo.policies.polytope import design
-from localbo.policies.violation import bilog
+from localbo.policies.violation import bilog, typical_size
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 
@@ -133,8 +134,9 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k else [None] * k
         warm_c: list[Hypers | None] = list(state.constraint_hypers) if len(state.constraint_hypers) == m else [None] * m
         objectives = [fit_model(X, Y[:, j], "matern52", warm[j], device=dev, generator=g) for j in range(k)]
+        size = typical_size(C) if C is not None else torch.ones(0, dtype=torch.float64)
         constraints = [
-            fit_model(X, bilog(C[:, j]), "matern52", warm_c[j], device=dev, generator=g)
+            fit_model(X, bilog(C[:, j] / size[j]), "matern52", warm_c[j], device=dev, generator=g)
             for j in range(m)
             if C is not None
         ]
