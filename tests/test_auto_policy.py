@@ -27,7 +27,7 @@ MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "flo
         ("continuous", 6, {"constraints", "safety"}, 0, 0, "turbo"),
         ("categorical", 6, {"constraints", "failures"}, 0, 0, "ei"),
         ("continuous", 2, {"objectives"}, 0, 0, "qlognehvi"),
-        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "morbo"),
+        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "minucb"),
         ("continuous", 10, {"objectives", "failures"}, 0, 0, "minucb"),
         ("categorical", 12, {"objectives"}, 0, 0, "qlognehvi"),
         ("finite", 3, set(), 0, 500, "chaining-ucb"),

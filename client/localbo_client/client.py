@@ -216,7 +216,8 @@ class Client:
         - ``objectives``: named metrics to optimise, ``[{"metric": "yield", "direction": "maximize"}]``;
           tells then carry named values (``study.tell(trial, {"yield": 0.81, ...})``). One objective: its
           direction is the study's. Two to four: a Pareto front (``study.pareto``, ``study.hypervolume``; no
-          single ``best``), served by ``morbo``, ``qlognehvi``, ``random`` and ``sobol``; ``reference_point``
+          single ``best``), served by ``auto``, ``morbo``, ``qlognehvi``, ``minucb``, ``la-minucb``, ``random``,
+          ``sobol``; ``reference_point``
           (``{metric: value}``, each objective's worst value worth counting) bounds the hypervolume, inferred
           from the results when not given.
         - ``constraints``: outcome constraints, ``[{"metric": "purity", "op": ">=", "bound": 0.95}]``: every tell

@@ -37,11 +37,12 @@ study.best_trial                        # the best feasible trial, on Optuna's s
 
 Several objectives: an Optuna study created with ``directions=[...]`` becomes a localbo study with one objective per
 direction, named ``objective0`` .. ``objective{k-1}``; each tell carries every value. The policy must serve several
-objectives: ``morbo`` (the default then), ``qlognehvi``, ``random`` or ``sobol``. ``study.best_trials`` is Optuna's
-Pareto front; the localbo study's is ``client.get_study(name).pareto``.
+objectives: ``auto`` (the default then: ``qlognehvi`` up to 5 parameters, ``minucb`` on ParEGO scalarisations beyond, as
+measured in benchmarks/results/multiobjective.md), ``morbo``, ``qlognehvi``, ``minucb``, ``random`` or ``sobol``.
+``study.best_trials`` is Optuna's Pareto front; the localbo study's is ``client.get_study(name).pareto``.
 
 ```python
-sampler = LocalBOSampler(url, space=space)              # morbo, for the two directions below
+sampler = LocalBOSampler(url, space=space)              # auto, for the two directions below
 study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
 study.optimize(lambda t: (yield_of(t), cost_of(t)), n_trials=60)
 ```
@@ -146,7 +147,7 @@ def localbo_constraints(n_constraints: int) -> list[dict[str, Any]]:
 class LocalBOSampler(BaseSampler):
     """An Optuna sampler whose points come from a localbo policy (see the module's docstring).
 
-    ``policy``: the localbo policy (``minucb`` by default; ``turbo`` by default with ``constraints_func``; ``morbo`` by
+    ``policy``: the localbo policy (``minucb`` by default; ``turbo`` by default with ``constraints_func``; ``auto`` by
     default for an Optuna study with several directions).
     ``space``: Optuna distributions to mirror from the first trial; without it, the sampler infers the space
     after ``n_startup_trials`` completed trials that ``independent_sampler`` draws.
@@ -310,7 +311,7 @@ class LocalBOSampler(BaseSampler):
                     "objectives": outcomes.get("objectives") or [{"metric": OBJECTIVE_METRIC, "direction": direction}],
                     "constraints": localbo_constraints(n_constraints),
                 }
-            policy = self.policy or ("morbo" if several else "turbo" if self.constraints_func is not None else "minucb")
+            policy = self.policy or ("auto" if several else "turbo" if self.constraints_func is not None else "minucb")
             try:
                 remote = self.client.create_study(
                     name,
