@@ -298,3 +298,38 @@ def test_every_policy_that_declares_parameter_constraints_keeps_them() -> None:
             keys = {k: v for k, v in config.items() if k in cls.Config.model_fields}
             made = request(cls.name, X, quadratic(X), polytope=P, count=2, config=keys, seed=i)
             assert inside(P, cls().suggest(made).X), f"{cls.name}, case {i}"
+
+
+# --- the noise floor: noise-free evaluations modelled as such -------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ei", "turbo"])
+def test_a_lower_noise_floor_reaches_the_objective_and_constraint_gps_and_the_default_stays_botorchs(
+    name: str,
+) -> None:
+    """On noise-free data the fits push the noise down to the floor (against its LogNormal prior, so not every
+    GP gets there): BoTorch's 1e-4 by default, lower when the study's ``noise_floor`` allows it."""
+    X = torch.quasirandom.SobolEngine(2, scramble=True, seed=1).draw(24, dtype=torch.float64)
+    C = torch.stack([X.sum(-1) - 1, X[:, 0] - 0.7], -1)
+    y = X[:, 0] + 2 * X[:, 1]  # linear, like the constraints: nothing for noise to explain
+    base = {"n_init": 4, "random_every": 0} if name == "ei" else {"n_init": 4, "candidates": 200}
+    noises = {}
+    for floor in (None, 1e-6):
+        config = base if floor is None else {**base, "noise_floor": floor}
+        state = get_policy(name)().suggest(request(name, X, y, C=C, config=config)).state
+        noises[floor] = [state.hypers.noise, *(h.noise for h in state.constraint_hypers)]
+    assert len(noises[None]) == 3 and min(noises[None]) == pytest.approx(1e-4, rel=1e-6), noises
+    assert 1e-6 <= min(noises[1e-6]) < 0.5e-4, noises
+
+
+def test_a_stored_fit_below_the_floor_loads_at_the_floor() -> None:
+    """A study whose floor is raised after a fit under a lower one: the stored noise is lifted to the floor."""
+    from localbo.policies import gp
+
+    X = torch.rand(10, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    low = gp.Hypers(kernel="matern52", lengthscale=[0.3, 0.4], noise=2e-6, mean=0.0)
+    assert float(gp.build_model(X, X.sum(-1), "matern52", low, noise_floor=1e-6).likelihood.noise) == pytest.approx(
+        2e-6
+    )
+    model = gp.build_model(X, X.sum(-1), "matern52", low)
+    assert float(model.likelihood.noise) == pytest.approx(1e-4, rel=1e-6)

@@ -26,7 +26,9 @@ Problems (``PROBLEMS``):
 
 Runners (``run_method``), one (problem, method, seed) each, ``evals`` sequential evaluations. A localbo method named
 ``ei-greedy`` is ei without its every-4th uniform point (``random_every: 0``; the default 4 is Ahmed et al.'s
-protocol).
+protocol). ``-noisefree`` sets the policy's ``noise_floor`` to ``NOISEFREE_FLOOR`` (1e-6, as Optuna's GPSampler;
+the default 1e-4 is BoTorch's), the setting a user of a noise-free simulator would choose; the suffixes combine
+(``ei-greedy-noisefree``).
 ``<policy>-avoid`` runs the policy with ``failures: "avoid"`` (``SuggestRequest.X_failed``), ``<policy>-safe`` in safe
 mode (delta = ``SAFE_DELTA``) from the problem's safe seed (``Problem.safe_seed``: a known-feasible point, the
 75th-percentile value among the feasible points of 4096 Sobol points, so not a head start), asked first, with the
@@ -67,7 +69,19 @@ import torch
 from torch import Tensor
 
 DTYPE = torch.float64
-LOCALBO_METHODS = ("turbo", "ei", "ucb", "random", "turbo-avoid", "ei-avoid", "turbo-safe", "ei-greedy")
+LOCALBO_METHODS = (
+    "turbo",
+    "ei",
+    "ucb",
+    "random",
+    "turbo-avoid",
+    "ei-avoid",
+    "turbo-safe",
+    "ei-greedy",
+    "turbo-noisefree",
+    "ei-greedy-noisefree",
+)
+NOISEFREE_FLOOR = 1e-6  # the GPs' noise floor of a "-noisefree" run: Optuna's GPSampler's (gp.py)
 SAFE_DELTA = 0.05  # safe mode's max_violation_probability
 SEED = "seed"  # a safe run's first point
 SAFE_FALLBACK = "fallback-safe"
@@ -317,9 +331,16 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
     from localbo.policies.polytope import feasible_or_none, sample
     from localbo.policies.requests import make_request
 
-    base, _, mode = method.partition("-")  # "turbo-avoid": turbo with failures: "avoid"; "turbo-safe": safe mode
+    base, *suffixes = method.split("-")  # "turbo-avoid": turbo with failures: "avoid"; "turbo-safe": safe mode
+    modes = set(suffixes)
+    mode = "safe" if "safe" in modes else "avoid" if "avoid" in modes else ""
     cls = get_policy(base)
-    config = cls.Config.model_validate({"random_every": 0} if mode == "greedy" else {})  # greedy: no random points
+    settings: dict[str, Any] = {}
+    if "greedy" in modes:  # no random points
+        settings["random_every"] = 0
+    if "noisefree" in modes:
+        settings["noise_floor"] = NOISEFREE_FLOOR
+    config = cls.Config.model_validate(settings)
     cls.check_study(problem.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
     d = problem.dim

@@ -82,6 +82,7 @@ class GlobalConfig(PolicyConfig):
         default=4, ge=0, description="Every k-th point uniform at random (0: never)", json_schema_extra=CONTINUOUS
     )
     kernel: Literal["rbf", "matern52"] = Field(default="matern52", description="ARD kernel of the GP")
+    noise_floor: float = gp.noise_floor_field()
     candidates: int = Field(
         default=2048, ge=16, le=200_000, description="Sobol candidates per point", json_schema_extra=CONTINUOUS
     )
@@ -317,9 +318,13 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             else:
                 if not fitted:
                     generator = torch.Generator().manual_seed(mix_seed(request.seed, t, 3))
-                    hypers = gp.to_state(gp.fit_model(X, y, config.kernel, hypers, device=dev, generator=generator))
+                    hypers = gp.to_state(
+                        gp.fit_model(
+                            X, y, config.kernel, hypers, device=dev, generator=generator, noise_floor=config.noise_floor
+                        )
+                    )
                     if C is not None:
-                        constraints = self._fit_constraints(X, C, config.kernel, constraint_hypers, dev, generator)
+                        constraints = self._fit_constraints(X, C, config, constraint_hypers, dev, generator)
                         constraint_hypers = [gp.to_state(model) for model in constraints]
                     if X_failed is not None:  # one more constraint: the failure indicator (+1 failed, -1 completed)
                         failure = failures.fit_failure_model(X, X_failed, config.kernel, failure_hypers, dev, generator)
@@ -347,14 +352,17 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
     def _fit_constraints(
         X: Tensor,
         C: Tensor,
-        kernel: gp.KernelKind,
+        config: GlobalConfig,
         previous: list[gp.Hypers],
         dev: torch.device,
         generator: torch.Generator,
     ) -> tuple[SingleTaskGP, ...]:
         """One GP per column of C (n x m) on X, warm-started from the previous fits when there are as many."""
         warm: list[gp.Hypers | None] = list(previous) if len(previous) == C.shape[1] else [None] * C.shape[1]
-        return tuple(gp.fit_model(X, C[:, j], kernel, h, device=dev, generator=generator) for j, h in enumerate(warm))
+        return tuple(
+            gp.fit_model(X, C[:, j], config.kernel, h, device=dev, generator=generator, noise_floor=config.noise_floor)
+            for j, h in enumerate(warm)
+        )
 
     def _acquire(
         self,
@@ -372,7 +380,14 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         """Maximise the acquisition on the GP conditioned on (X, y) and the lies; a random point if none is accepted."""
         d = request.dim
         lies = self._lies(y, config.liar, lies_at.shape[0])
-        model = gp.build_model(torch.cat([X, lies_at]), torch.cat([y, lies]), config.kernel, hypers, device=X.device)
+        model = gp.build_model(
+            torch.cat([X, lies_at]),
+            torch.cat([y, lies]),
+            config.kernel,
+            hypers,
+            X.device,
+            noise_floor=config.noise_floor,
+        )
         generator = torch.Generator().manual_seed(mix_seed(request.seed, t))
         y_best, y_worst, rank = float(y.min()), None, y
         if constraints:  # the best feasible observation; the local candidates around the best feasible ones

@@ -7,6 +7,11 @@ Model (BoTorch's own SingleTaskGP defaults since 0.12, i.e. Hvarfner et al. 2024
     lengthscale l_i ~ LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),  l_i >= 0.025
     noise variance  ~ LogNormal(-4, 1),  >= 1e-4;   constant mean c, flat prior (or fixed: ``mean_at``)
 
+The noise floor 1e-4 is BoTorch's (``noise_floor`` lowers it): a measured value's noise is rarely smaller. For
+noise-free evaluations (a simulator) it blurs the model near the optimum: a noise sd of 1 % of y's spread hides
+improvements smaller than that, and an optimum on a constraint's bound is then found only to about that
+precision. Optuna's GPSampler floors at 1e-6; a policy's ``noise_floor`` key (``noise_floor_field``) allows it.
+
 These priors replace GIBO's U(0.01, 0.3) lengthscale prior and fixed noise (algorithms.md 1.5): on the
 unit cube their modes (0.2 sqrt(d)) match the lengthscales of the synthetic benchmark (4.1) at d = 25..100.
 Fit: MAP (fit_gpytorch_mll, L-BFGS-B) starting from the previous fit's hyperparameters, which the
@@ -28,14 +33,29 @@ from botorch.models.utils.gpytorch_modules import (
     get_covar_module_with_dim_scaled_prior,
     get_gaussian_likelihood_with_lognormal_prior,
 )
+from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import RBFKernel
+from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from torch import Tensor
 
 from localbo.policies.gradients import KernelKind, KernelParams
 
 FIT_ATTEMPTS = 5  # the first from the warm start, the others from prior draws
+NOISE_FLOOR = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: the smallest noise variance (standardised y) a fit may find
+
+
+def noise_floor_field() -> Any:
+    """The ``noise_floor`` key of a policy config whose GPs are fitted by ``fit_model``."""
+    return Field(
+        default=NOISE_FLOOR,
+        ge=1e-8,
+        le=1.0,
+        description="The smallest noise variance the GPs may fit (on standardised values): 1e-4 (BoTorch's) suits "
+        "measured values; 1e-6 (Optuna's GPSampler) lets them interpolate noise-free evaluations (a simulator), "
+        "so that an optimum on a constraint's bound is found to more digits",
+    )
 
 
 class Hypers(BaseModel):
@@ -61,6 +81,18 @@ def window(X: Tensor, y: Tensor, n_max: int | None) -> tuple[Tensor, Tensor]:
     if n_max is None or X.shape[0] <= n_max:
         return X, y
     return X[-n_max:], y[-n_max:]
+
+
+def likelihood(noise_floor: float = NOISE_FLOOR) -> GaussianLikelihood:
+    """BoTorch's likelihood (LogNormal(-4, 1) prior on the noise variance) with its floor at ``noise_floor``."""
+    if noise_floor == NOISE_FLOOR:
+        return get_gaussian_likelihood_with_lognormal_prior()
+    default = get_gaussian_likelihood_with_lognormal_prior()
+    prior = default.noise_covar.noise_prior
+    start = max(float(prior.mode), 2 * noise_floor)
+    return GaussianLikelihood(
+        noise_prior=prior, noise_constraint=GreaterThan(noise_floor, transform=None, initial_value=start)
+    )
 
 
 def prior_hypers(d: int, kernel: KernelKind) -> Hypers:
@@ -112,7 +144,8 @@ def from_state(model: SingleTaskGP, hypers: Hypers | None) -> None:
     h = _usable(hypers, d, _kind(model))
     like = model.covar_module.lengthscale
     model.covar_module.lengthscale = torch.tensor(h.lengthscale, dtype=like.dtype, device=like.device).view_as(like)
-    model.likelihood.noise = torch.tensor([h.noise], dtype=like.dtype, device=like.device)
+    floor = float(model.likelihood.noise_covar.raw_noise_constraint.lower_bound)  # a fit under a higher floor
+    model.likelihood.noise = torch.tensor([max(h.noise, floor)], dtype=like.dtype, device=like.device)
     model.mean_module.constant = torch.tensor(h.mean, dtype=like.dtype, device=like.device)
 
 
@@ -134,6 +167,7 @@ def build_model(
     hypers: Hypers | None = None,
     device: torch.device | None = None,
     mean_at: float | None = None,
+    noise_floor: float = NOISE_FLOOR,
 ) -> SingleTaskGP:
     """SingleTaskGP on X: n x d (unit cube), y: n, with ``hypers`` loaded (not fitted), in eval mode, on ``device``.
 
@@ -145,7 +179,7 @@ def build_model(
         X,
         Y,
         covar_module=get_covar_module_with_dim_scaled_prior(ard_num_dims=X.shape[-1], use_rbf_kernel=kernel == "rbf"),
-        likelihood=get_gaussian_likelihood_with_lognormal_prior(),
+        likelihood=likelihood(noise_floor),
         outcome_transform=Standardize(m=1) if mean_at is None else ScaledAbout(mean_at),
     ).to(X)
     from_state(model, hypers)
@@ -191,15 +225,17 @@ def fit_model(
     generator: torch.Generator | None = None,
     maxiter: int | None = None,
     mean_at: float | None = None,
+    noise_floor: float = NOISE_FLOOR,
 ) -> SingleTaskGP:
     """The GP on the last ``n_max`` points, MAP-fitted from ``hypers`` (warm start) when ``fit``; ``maxiter``
-    bounds the L-BFGS-B iterations of the fit (None: until it converges); ``mean_at``: see ``build_model``.
+    bounds the L-BFGS-B iterations of the fit (None: until it converges); ``mean_at``, ``noise_floor``: see
+    ``build_model`` and ``likelihood``.
 
     X: n x d, y: n (n >= 1). The model lives on ``device`` (X's device when None). A fit that fails is
     retried from prior draws (``generator``; seeded with 0 when None); when all fail, ``hypers`` stay.
     """
     Xw, yw = window(X, y, n_max)
-    model = build_model(Xw, yw, kernel, hypers, device, mean_at)
+    model = build_model(Xw, yw, kernel, hypers, device, mean_at, noise_floor)
     if fit:
         generator = generator if generator is not None else torch.Generator().manual_seed(0)
         for attempt in range(FIT_ATTEMPTS):

@@ -244,7 +244,10 @@ class Turbo(Policy[TurboConfig, TurboState]):
             X, y, numbers, v = X[near], y[near], numbers[near], v[near]
             keep = keep.nonzero().reshape(-1)[near]  # C_all[keep] lines up with X
             i = best_index(y, v)
-        model = fit_model(X, y, "matern52", state.hypers, device=request.device, generator=request.generator)
+        floor = config.noise_floor
+        model = fit_model(
+            X, y, "matern52", state.hypers, device=request.device, generator=request.generator, noise_floor=floor
+        )
         constraints = []
         if C_all is not None:
             C = C_all[keep].to(torch.float64)
@@ -259,6 +262,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
                     device=request.device,
                     generator=request.generator,
                     mean_at=0.0 if safe else None,
+                    noise_floor=floor,
                 )
                 for j, h in enumerate(previous)
             ]

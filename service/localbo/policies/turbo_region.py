@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from torch import Tensor
 
 from localbo.policies.base import PolicyConfig, PolicyState, SuggestRequest
-from localbo.policies.gp import Hypers, StoredHypers
+from localbo.policies.gp import Hypers, StoredHypers, noise_floor_field
 from localbo.policies.violation import best_index
 
 SUCCESS_MARGIN = 1e-3  # relative improvement that counts as a success (the paper's)
@@ -32,6 +32,7 @@ class TurboConfig(PolicyConfig):
         le=100_000,
         description="The GPs fit at most this many of the region's results, those nearest its centre (None: all)",
     )
+    noise_floor: float = noise_floor_field()
     failure_tolerance: int | None = Field(
         default=None, ge=1, le=10_000, description="Failures in a row that halve L (ceil(max(4/q, d/q)))"
     )
