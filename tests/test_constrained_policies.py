@@ -8,6 +8,7 @@ tests/polytopes.py) and checks every row of random, sobol, turbo, ei and the fal
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -333,3 +334,27 @@ def test_a_stored_fit_below_the_floor_loads_at_the_floor() -> None:
     )
     model = gp.build_model(X, X.sum(-1), "matern52", low)
     assert float(model.likelihood.noise) == pytest.approx(1e-4, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["ei", "ucb"])
+def test_a_limit_spanning_orders_of_magnitude_is_told_apart_at_its_bound(name: str) -> None:
+    """ei's and ucb's constraint GPs fit bilog(c / its typical size), as turbo's SCBO does. On a limit that spans
+    -19 to 18,500 over the box, the raw values' GP put 29 % of 400 test points on the wrong side of the bound
+    (measured), their bilog's 5 %; and the same limit in two units gives the same fit."""
+    X = torch.quasirandom.SobolEngine(2, scramble=True, seed=3).draw(20, dtype=torch.float64)
+    T = torch.quasirandom.SobolEngine(2, scramble=True, seed=9).draw(400, dtype=torch.float64)
+    limit = lambda Z: torch.exp(9 * Z[:, 0] * (Z[:, 1] + 0.5)) - math.exp(3)  # noqa: E731
+    config = {"n_init": 4, "random_every": 0}
+    got = []
+    for unit in (1.0, 7.0):
+        C = (unit * limit(X)).unsqueeze(-1)
+        got.append(get_policy(name)().suggest(request(name, X, corner(X), C=C, config=config)))
+    fits = [torch.tensor(s.state.constraint_hypers[0].lengthscale) for s in got]
+    assert torch.allclose(fits[0], fits[1], rtol=1e-3), "the constraint GP the same in either unit"
+    cls = get_policy(name)
+    (model,) = cls._fit_constraints(  # the policy's own constraint fit, as its acquisition uses it
+        X, limit(X).unsqueeze(-1), cls.Config(**config), [], X.device, torch.Generator().manual_seed(0)
+    )
+    with torch.no_grad():
+        predicted_feasible = model.posterior(T).mean.reshape(-1) <= 0
+    assert float((predicted_feasible == (limit(T) <= 0)).double().mean()) >= 0.9

@@ -16,7 +16,9 @@ sequence's points inside (or a hit-and-run sample when rejection does not work t
 "random" a hit-and-run sample (``polytope.sample``), "acquisition" maximised over candidates inside and refined
 by SLSQP under the constraints (``acqopt.maximize``). With outcome constraints (``request.C``: n x m, c_j <= 0
 feasible) a policy that handles them (``handles`` has "constraints": ei, ucb) fits one GP per constraint (the
-objective's fit, real data only, no lies) and weights its acquisition by the probability of feasibility
+objective's fit, real data only, no lies) on bilog(c_j / s_j), SCBO's transform on the constraint's typical size
+(``violation.typical_size``, as turbo, morbo and qlognehvi: the sign, so feasibility, is unchanged, and a limit
+measured in thousands stays smooth across its bound instead of a step no GP models), and weights its acquisition by the probability of feasibility
 PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then the best feasible observation, or,
 while none is feasible, BoTorch's infeasible-cost convention: max over the observed X of mu(x) + 6 sigma(x), a
 value no plausible f exceeds, so that the acquisition is led by PF.
@@ -67,6 +69,7 @@ from localbo.policies.base import (
 from localbo.policies.lipschitz import KAPPA, LipschitzBounds, LipschitzEstimate, estimate
 from localbo.policies.polytope import design, sample
 from localbo.policies.truncated import accepted
+from localbo.policies.violation import bilog, typical_size
 
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 RANDOM_BATCH = 1024  # uniform points drawn at once when looking for a Lipschitz-accepted one
@@ -357,10 +360,20 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         dev: torch.device,
         generator: torch.Generator,
     ) -> tuple[SingleTaskGP, ...]:
-        """One GP per column of C (n x m) on X, warm-started from the previous fits when there are as many."""
+        """One GP per column of C (n x m) on X, on bilog(c_j / s_j) (the sign, so P(c_j <= 0), unchanged), warm-started
+        from the previous fits when there are as many."""
         warm: list[gp.Hypers | None] = list(previous) if len(previous) == C.shape[1] else [None] * C.shape[1]
+        size = typical_size(C)
         return tuple(
-            gp.fit_model(X, C[:, j], config.kernel, h, device=dev, generator=generator, noise_floor=config.noise_floor)
+            gp.fit_model(
+                X,
+                bilog(C[:, j] / size[j]),
+                config.kernel,
+                h,
+                device=dev,
+                generator=generator,
+                noise_floor=config.noise_floor,
+            )
             for j, h in enumerate(warm)
         )
 
