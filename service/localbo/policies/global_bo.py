@@ -18,8 +18,8 @@ by SLSQP under the constraints (``acqopt.maximize``). With outcome constraints (
 feasible) a policy that handles them (``handles`` has "constraints": ei, ucb) fits one GP per constraint (the
 objective's fit, real data only, no lies) on bilog(c_j / s_j), SCBO's transform on the constraint's typical size
 (``violation.typical_size``, as turbo, morbo and qlognehvi: the sign, so feasibility, is unchanged, and a limit
-measured in thousands stays smooth across its bound instead of a step no GP models), and weights its acquisition by the probability of feasibility
-PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then the best feasible observation, or,
+measured in thousands stays smooth across its bound instead of a step no GP models), and weights its acquisition
+by the probability of feasibility PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then the best feasible observation, or,
 while none is feasible, BoTorch's infeasible-cost convention: max over the observed X of mu(x) + 6 sigma(x), a
 value no plausible f exceeds, so that the acquisition is led by PF.
 
