@@ -19,9 +19,9 @@ feasible) a policy that handles them (``handles`` has "constraints": ei, ucb) fi
 objective's fit, real data only, no lies) on bilog(c_j / s_j), SCBO's transform on the constraint's typical size
 (``violation.typical_size``, as turbo, morbo and qlognehvi: the sign, so feasibility, is unchanged, and a limit
 measured in thousands stays smooth across its bound instead of a step no GP models), and weights its acquisition
-by the probability of feasibility PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then the best feasible observation, or,
-while none is feasible, BoTorch's infeasible-cost convention: max over the observed X of mu(x) + 6 sigma(x), a
-value no plausible f exceeds, so that the acquisition is led by PF.
+by the probability of feasibility PF(x) = prod_j P(c_j(x) <= 0) = prod_j Phi(-mu_j(x) / sigma_j(x)); y* is then
+the best feasible observation, or, while none is feasible, BoTorch's infeasible-cost convention: max over the
+observed X of mu(x) + 6 sigma(x), a value no plausible f exceeds, so that the acquisition is led by PF.
 
 With failures to avoid (``request.X_failed``, a policy whose ``handles`` has "failures": ei, ucb) the failure model
 (``failures.py``: a GP on a +-1 failure indicator over the completed and the failed points) is one more factor of
