@@ -189,7 +189,7 @@ def test_the_minucb_step_lands_on_the_minimum_of_the_bound_on_a_fine_grid(step_d
     u = torch.linspace(0, 1, 201, dtype=torch.float64)
     grid = torch.cartesian_prod(u, u) * (bounds[1] - bounds[0]) + bounds[0]  # 201^2 x 2
     with torch.no_grad():
-        post = model.posterior(grid)
+        post = model.posterior(grid.unsqueeze(-2))  # a batch of one-point posteriors: no 201^2 x 201^2 covariance
         bound = (post.mean.reshape(-1) + 3.0 * post.variance.clamp_min(1e-12).sqrt().reshape(-1)).double()
         at_next = model.posterior(x_next.unsqueeze(0))
         value = float(at_next.mean + 3.0 * at_next.variance.clamp_min(1e-12).sqrt())
