@@ -164,3 +164,28 @@ def test_a_safe_turbo_region_that_collapses_restarts_on_all_the_data() -> None:
     suggestion = get_policy("turbo")().suggest(request)
     assert suggestion.state.restarts == 1 and suggestion.state.region.first_number == 1
     assert suggestion.state.region.centre == [0.3, 0.3], "the best feasible point of all the data"
+
+
+def test_the_safe_probability_is_of_the_measured_value_with_the_fitted_noise() -> None:
+    """A fit that calls part of its data noise is not sure of what will be measured: P(safe) uses the predictive
+    sd with the noise (turbo's ``safe_probability`` and the local policies' ``Posterior`` in safe mode alike)."""
+    from localbo.policies import gp
+    from localbo.policies.local_constraints import Posterior
+    from localbo.policies.violation import safe_probability
+
+    X = torch.rand(12, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    c = X.sum(-1) - 1.2
+    hypers = gp.Hypers(kernel="matern52", lengthscale=[0.5, 0.5], noise=0.3, mean=0.0)
+    model = gp.build_model(X, c, "matern52", hypers)
+    Z = torch.tensor([[0.3, 0.4], [0.5, 0.5]], dtype=torch.float64)
+    with torch.no_grad():
+        latent = model.posterior(Z.unsqueeze(-2))
+        mu, var = latent.mean.reshape(-1), latent.variance.reshape(-1)
+        noise = model.likelihood.noise.reshape(()) * model.outcome_transform.stdvs.reshape(()) ** 2
+        measured = torch.distributions.Normal(0.0, 1.0).cdf(-mu / (var + noise).sqrt())
+        sure = torch.distributions.Normal(0.0, 1.0).cdf(-mu / var.sqrt())
+        assert torch.allclose(safe_probability([model], Z), measured, atol=1e-9)
+        assert bool((measured < sure).all()), "the noise makes the model less sure"
+        for flag, expected in ((True, var + noise), (False, var)):
+            mean, sigma = Posterior(model, measured=flag)(Z)
+            assert torch.allclose(mean, mu, atol=1e-8) and torch.allclose(sigma.pow(2), expected, rtol=1e-6)

@@ -11,9 +11,12 @@ What a request may ask the local policies to respect (``Demands``, each only if 
 
 Models (``Constraints``): one GP per outcome constraint beside the objective's, on the same data window (the last
 N_max points) and fitted the same way (``LocalPolicy._fit``: ``gp.fit_model``, warm-started from the last fit kept in
-the state), on the raw values of c_j as ei and ucb do; with failures the failure model (``failures.py``: a GP on a
+the state), on the raw values of c_j (turbo, morbo, qlognehvi, ei and ucb fit bilog(c_j / s_j), ``violation.py``;
+not measured for these policies, so not changed); with failures the failure model (``failures.py``: a GP on a
 +-1 failure indicator over every completed and failed point) is one more constraint, z(x) <= 0 "does not fail".
-Each model j gives mu_j(x), sigma_j(x) (noise-free, ``Posterior``: the closed form of the fitted SingleTaskGP), and
+Each model j gives mu_j(x), sigma_j(x) (noise-free, ``Posterior``: the closed form of the fitted SingleTaskGP; in
+safe mode sigma_j of the measured value, sqrt(sigma_j^2 + n2_j): a fit that explains its misfit near the bound as
+noise is otherwise sure of a latent value the measurement misses; see ``violation.safe_probability``), and
 
     P(c_j(x) <= 0) = Phi(-mu_j(x) / sigma_j(x))          PF(x) = prod_j P(c_j(x) <= 0)   (independent GPs)
     optimistic bound   mu_j(x) - beta_c sigma_j(x) <= 0   (beta_c = ``constraint_beta``, 2 by default)
@@ -97,8 +100,10 @@ class Posterior:
         mu(x) = offset + scale (m + k(x, A) alpha)     sigma(x) = scale sqrt(s2 - |L^{-1} k(A, x)|^2)
     """
 
-    def __init__(self, model: SingleTaskGP) -> None:
+    def __init__(self, model: SingleTaskGP, measured: bool = False) -> None:
+        """``measured``: sigma of the measured value, the noise variance n2 added (safe mode: see ``Constraints``)."""
         self.params = KernelParams.from_model(model)
+        self.measured_noise = self.params.noise if measured else torch.zeros_like(self.params.noise)
         A, resid, scale = train_data(model)
         self.A, self.scale = A, scale
         transform = getattr(model, "outcome_transform", None)
@@ -112,7 +117,7 @@ class Posterior:
         K = self.params.kernel(self.A, X)  # n x k
         V = torch.linalg.solve_triangular(self.L, K, upper=False)
         mean = self.prior_mean + (K.transpose(-1, -2) @ self.alpha).squeeze(-1)
-        var = (self.params.outputscale - V.pow(2).sum(-2)).clamp_min(MIN_VARIANCE)
+        var = (self.params.outputscale - V.pow(2).sum(-2)).clamp_min(MIN_VARIANCE) + self.measured_noise
         return self.offset + self.scale * mean, self.scale * var.sqrt()
 
 
@@ -467,12 +472,13 @@ def fit_constraints(
             failure = failures.fit_failure_model(X, X_failed, kernel, hypers, X.device, generator)
         else:
             failure = gp.build_model(*failures.indicator_data(X, X_failed), kernel, hypers, X.device)
+    safe = demands.delta is not None  # safe mode: the chance that the measured value breaks a limit
     return Constraints(
         polytope=demands.polytope,
         delta=demands.delta,
         beta=beta,
-        outcome=tuple(Posterior(m) for m in outcome),
-        failure=None if failure is None else Posterior(failure),
+        outcome=tuple(Posterior(m, measured=safe) for m in outcome),
+        failure=None if failure is None else Posterior(failure, measured=safe),
         blind=demands.delta is not None and C is not None and not outcome,
         models=tuple(outcome) if fit else (),
         failure_model=failure if fit else None,
