@@ -50,3 +50,23 @@ def test_a_policy_runs_a_maximised_study_with_parallel_asks_through_the_engine(a
         assert state["lipschitz"]["L"] > 0 and not state["lipschitz"]["known"]
     best = api.get(f"/api/v1/studies/{name}/best").json()
     assert best is not None and best["value"] <= 0.0
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+@pytest.mark.parametrize("policy", ["ei", "ucb", "ts", "tei"])
+def test_a_failed_trial_is_not_asked_again_without_failures_avoided(api, policy: str) -> None:  # noqa: ANN001
+    """A study that does not avoid failures still counts its failed trials: before, a design point (or an
+    acquisition point) whose trial failed was asked again and again, and the study stalled on it."""
+    name = unique(policy)
+    body = {"name": name, "space": SPACE, "policy": policy, "policy_config": FAST, "seed": 1}
+    assert api.post("/api/v1/studies", json=body).status_code == 201
+    asked = []
+    for i in range(12):
+        (trial,) = api.post(f"/api/v1/studies/{name}/ask", json={"count": 1}).json()["trials"]
+        asked.append(tuple(trial["params"].values()))
+        assert trial["source"] == policy
+        url = f"/api/v1/studies/{name}/trials/{trial['number']}/tell"
+        told = {"value": objective(trial["params"])} if i < 3 else {"state": "failed", "reason": "the rig faulted"}
+        assert api.post(url, json=told).status_code == 200
+    assert len(set(asked)) == len(asked), "no failed point asked twice"

@@ -385,6 +385,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
                 C=stack(C_done, problem.m) if models_constraints else None,
                 polytope=polytope,
                 X_failed=stack(X_failed, d) if mode == "avoid" else None,
+                n_failed=len(X_failed),  # as the engine: every study's failed trials count
                 max_violation_probability=SAFE_DELTA if mode == "safe" else None,
             )
             try:

@@ -120,10 +120,11 @@ class Planner:
             failed = repo.failed_candidates(conn, study_id) if finite else []
             avoid = handle.outcomes.failures == "avoid"
             failed_points = outcome_rows.failed_points(conn, study_id) if avoid else None
+            n_failed = len(failed_points) if failed_points is not None else outcome_rows.count_failed(conn, study_id)
         if ahead and not handle.plans_now(len(done), len(pending)):
             return PLANNED
         with self.claims.renewing(study_id, token):
-            plan = self.runner.run(handle, done, pending, need - in_plan, failed, failed_points)
+            plan = self.runner.run(handle, done, pending, need - in_plan, failed, failed_points, n_failed)
         with self.write.begin() as conn:
             current = repo.get_study_by_id(conn, study_id, for_update=True)
             # the same study (SQLite reuses a deleted study's id: its creation time tells them apart),

@@ -68,6 +68,7 @@ class PolicyRunner:
         short: int,
         failed: list[int],
         failed_points: list[list[float]] | None = None,
+        n_failed: int = 0,
     ) -> Plan:
         """A plan of at least ``short`` points for ``study`` given its completed and pending rows."""
         space, cls, config = study.space, study.policy, study.config
@@ -78,7 +79,7 @@ class PolicyRunner:
             why = "safety: no seed and no feasible completed trial yet: no point is known safe"
             return Plan(study.state_version, [], None, f"{utcnow().isoformat()} {why}")
         try:
-            request = self.request(study, config, done, pending, short, failed, failed_points)
+            request = self.request(study, config, done, pending, short, failed, failed_points, n_failed)
             local = space.candidates is not None or not cls.needs_history
             queue = self.queue_for(study, len(done))
             suggestion = self.executor.run(cls.name, request, queue, self.settings.policy_timeout_seconds, local=local)
@@ -118,6 +119,7 @@ class PolicyRunner:
         short: int,
         failed: list[int],
         failed_points: list[list[float]] | None = None,
+        n_failed: int = 0,
     ) -> SuggestRequest:
         space = study.space
         dim = space.dim
@@ -158,6 +160,7 @@ class PolicyRunner:
             C=C,
             polytope=study.polytope(self.device),
             X_failed=tensor(failed_points, dim) if failed_points is not None else None,
+            n_failed=n_failed,
             max_violation_probability=safety,
             Y=Y,
             reference_point=reference,

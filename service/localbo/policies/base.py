@@ -237,6 +237,7 @@ class SuggestRequest(Generic[ConfigT, StateT]):
     C: torch.Tensor | None = None  # n x m
     polytope: Polytope | None = None  # linear parameter constraints (None: the whole cube)
     X_failed: torch.Tensor | None = None  # f x d, points whose trials failed (set when the study avoids failures)
+    n_failed: int = 0  # the study's failed trials, whether or not it avoids failures (X_failed has their points then)
     max_violation_probability: float | None = None  # safe mode: the chance of a violation a point may have
     # Several objectives (a study with 2 to 4): Y[i, k] is objective k's value at X[i], every column to minimise
     # (maximised ones negated, as ``y``); ``y`` is then Y's first column. None: the study has one objective.

@@ -26,8 +26,10 @@ observed X of mu(x) + 6 sigma(x), a value no plausible f exceeds, so that the ac
 With failures to avoid (``request.X_failed``, a policy whose ``handles`` has "failures": ei, ucb) the failure model
 (``failures.py``: a GP on a +-1 failure indicator over the completed and the failed points) is one more factor of
 PF, P(z(x) <= 0), the probability of not failing, with or without outcome constraints; failed points have no
-value and stay out of the objective's GP (y* is over the completed points, all of which did not fail). The
-failed points count in the study-wide index, t = n + f + m + k, so that a failed design point is not asked again.
+value and stay out of the objective's GP (y* is over the completed points, all of which did not fail). In every
+study the failed trials (``request.n_failed``) count in the study-wide index, t = n + f + m + k, so that a failed
+point is not asked again: without them a design point that failed was asked again and again, and so was an
+acquisition point (its t, hence its seeds and candidates, unchanged), and the study stalled.
 
 y is standardised each call (the GP's Standardize transform; posteriors come back in the units of y). Past
 ``max_data`` results (500) the GPs fit a subset: the best half and the rest evenly spaced (``subsets.py``).
@@ -300,7 +302,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         C = C.to(dev, torch.float64).reshape(n, -1) if C is not None and C.numel() else None
         X_failed = failures.failed_points(request.X_failed, d) if "failures" in self.handles else None
         X_failed = X_failed.to(dev) if X_failed is not None else None
-        f = 0 if X_failed is None else X_failed.shape[0]
+        f = request.n_failed if X_failed is None else X_failed.shape[0]  # a failed point is not asked again
         if config.max_data is not None and n > config.max_data:  # the GPs' data, bounded (the Lipschitz bounds: all)
             keep = subsets.best_and_spread(y, C, config.max_data)
             X, y, C = X[keep], y[keep], (C[keep] if C is not None else None)

@@ -4,7 +4,7 @@ telling hot path's queries."""
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection, Row
 
 from localbo.storage.repository import studies, trials
@@ -35,6 +35,12 @@ def failed_points(conn: Connection, study_id: int) -> list[list[float]]:
         select(trials.c.x).where(trials.c.study_id == study_id, trials.c.state == "failed").order_by(trials.c.number)
     ).all()
     return [list(r.x) for r in rows]
+
+
+def count_failed(conn: Connection, study_id: int) -> int:
+    """How many of the study's trials failed."""
+    query = select(func.count()).select_from(trials).where(trials.c.study_id == study_id, trials.c.state == "failed")
+    return int(conn.execute(query).scalar_one())
 
 
 def completed_outcomes(conn: Connection, study_id: int) -> list[Row]:

@@ -87,6 +87,7 @@ def request_to_wire(policy: str, request: SuggestRequest) -> dict[str, Any]:
         if request.polytope is None
         else {k: _rows(getattr(request.polytope, k)) for k in ("A_ub", "b_ub", "A_eq", "b_eq")},
         "X_failed": _rows(request.X_failed),
+        "n_failed": request.n_failed,
         "max_violation_probability": request.max_violation_probability,
         "Y": _rows(request.Y),  # n x k objective values (several objectives), or None
         "Y_width": None if request.Y is None else int(request.Y.shape[1]),
@@ -130,6 +131,7 @@ def request_from_wire(data: dict[str, Any], device: torch.device) -> tuple[str, 
             b_eq=tensor(data["polytope"]["b_eq"], (-1,)),
         ),
         X_failed=None if data.get("X_failed") is None else tensor(data["X_failed"], (-1, d)),
+        n_failed=int(data.get("n_failed", 0)),
         max_violation_probability=data.get("max_violation_probability"),
         Y=None if data.get("Y") is None else tensor(data["Y"], (len(data["Y"]), int(data["Y_width"]))),
         reference_point=None if data.get("reference_point") is None else tensor(data["reference_point"], (-1,)),
