@@ -28,7 +28,8 @@ so); ``--smoke`` writes into a temp dir (or ``--out``) and refuses ``benchmarks/
 commit it ran at. ``--rerun METHOD@COMMIT,..`` (with ``--resume``, after a change to those methods' code at COMMIT):
 their runs in the JSON made before COMMIT (at a commit that does not contain it; without ``@COMMIT``: at any other
 commit than this one) are dropped and run again; every other method's runs are kept as they are and none of theirs
-starts (the table says which commits its rows come from). Give the whole plan (the same ``--seeds-for`` and
+starts (the table says which commits its rows come from); with ``--only``, only the runs it names are dropped and run
+again (a change that touches one problem's runs). Give the whole plan (the same ``--seeds-for`` and
 ``--evals-for``) so that the table is whole. Findings, by hand: ``results/constrained_findings.md``.
 """
 
@@ -450,10 +451,15 @@ def main(argv: list[str] | None = None) -> int:
     state: dict[str, Any] = {"runs": [], "failed": []}
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
-        if rerun:  # the other methods' runs all stay; the named ones' where made since their change
-            state["runs"] = [
-                r for r in old.get("runs", []) if r["method"] not in rerun or contains(r, since[r["method"]])
-            ]
+        if rerun:  # the other methods' runs all stay; the named ones' where made since their change (with --only:
+            # only those of the runs it names, e.g. one problem whose runs a change touched)
+            named = {k for k in pick_only(keys, args.only)[0] if k[1] in rerun}
+
+            def stale(r: dict[str, Any]) -> bool:
+                key = (r["problem"], r["method"], r["seed"], r["evals"])
+                return r["method"] in rerun and (not args.only or key in named) and not contains(r, since[r["method"]])
+
+            state["runs"] = [r for r in old.get("runs", []) if not stale(r)]
             keys = [k for k in keys if k[1] in rerun]
         else:
             state["runs"] = [
