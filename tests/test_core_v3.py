@@ -117,6 +117,7 @@ def _request() -> Any:
         seed=1,
         rng_seed=2,
         space=SpaceStructure(dim=2),
+        n_failed=4,
     )
 
 
@@ -125,6 +126,7 @@ def test_worker_messages_carry_versions_and_a_mismatch_is_an_error_naming_the_si
     assert wire["wire"] == WIRE_VERSION and wire["state"]["schema"] == get_policy("minucb").State.version
     name, back = request_from_wire(wire, torch.device("cpu"))
     assert name == "minucb" and back.config == get_policy("minucb").Config()
+    assert back.n_failed == 4, "the failed trials' count travels to the worker"
 
     older = {k: v for k, v in wire.items() if k not in ("wire", "config_version")} | {"state": {}}
     with pytest.raises(WireError, match="upgrade the sender"):

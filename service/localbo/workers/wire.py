@@ -26,7 +26,7 @@ from localbo.policies import (
     get_policy,
 )
 
-WIRE_VERSION = 3  # 1: no version field, a bare state and config; 2: no Y (several objectives)
+WIRE_VERSION = 4  # 1: no version field, a bare state and config; 2: no Y (several objectives); 3: no n_failed
 
 
 class WireError(ValueError):
@@ -131,7 +131,7 @@ def request_from_wire(data: dict[str, Any], device: torch.device) -> tuple[str, 
             b_eq=tensor(data["polytope"]["b_eq"], (-1,)),
         ),
         X_failed=None if data.get("X_failed") is None else tensor(data["X_failed"], (-1, d)),
-        n_failed=int(data.get("n_failed", 0)),
+        n_failed=int(data["n_failed"]),
         max_violation_probability=data.get("max_violation_probability"),
         Y=None if data.get("Y") is None else tensor(data["Y"], (len(data["Y"]), int(data["Y_width"]))),
         reference_point=None if data.get("reference_point") is None else tensor(data["reference_point"], (-1,)),
