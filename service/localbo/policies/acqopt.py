@@ -4,9 +4,9 @@
 
     1. score dense scrambled-Sobol candidates in ``bounds``, plus Gaussian perturbations of given points
        (the best observations), clipped to ``bounds``;
-    2. from the best ``restarts`` finite candidates, refine each by L-BFGS-B (scipy) on the score, where a
-       rejected point (-inf) counts as a very low finite value, so the line search backs off the rejected
-       region instead of failing;
+    2. from the best ``restarts`` finite candidates and the best observation, refine each by L-BFGS-B (scipy) on
+       the score, preconditioned by the GP's lengthscales, where a rejected point (-inf) counts as a very low
+       finite value, so the line search backs off the rejected region instead of failing;
     3. keep a refined point only if its exact score is finite and not below its start's.
 
 The score is a callable ``X: k x d -> k`` (float64, differentiable where finite) to maximise; -inf means
@@ -105,32 +105,35 @@ def polytope_candidates(
     return C
 
 
-def _refine(score: Score, X0: Tensor, bounds: Tensor, maxiter: int) -> Tensor:
+def _refine(score: Score, X0: Tensor, bounds: Tensor, maxiter: int, scale: Tensor | None = None) -> Tensor:
     """L-BFGS-B in ``bounds`` from the rows of X0 (r x d), all at once, on -sum(score); a rejected row counts as
-    REJECTED."""
+    REJECTED. With ``scale`` (d, the GP's lengthscales) the search runs on z = x / scale, where the kernel is
+    isotropic: the curvature is alike along every axis and L-BFGS-B converges in fewer steps (Optuna's GPSampler
+    preconditions so)."""
     shape, like = X0.shape, X0
+    s = torch.ones(shape[-1], dtype=like.dtype, device=like.device) if scale is None else scale.to(like)
     lo = bounds[0].to(like).expand(shape)
     hi = bounds[1].to(like).expand(shape)
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
-        X = torch.tensor(v, dtype=like.dtype, device=like.device).reshape(shape).requires_grad_(True)
-        values = score(X)
+        Z = torch.tensor(v, dtype=like.dtype, device=like.device).reshape(shape).requires_grad_(True)
+        values = score(Z * s)
         finite = torch.isfinite(values)
         total = torch.where(finite, values, torch.zeros_like(values)).sum()
-        (grad,) = torch.autograd.grad(total, X)
+        (grad,) = torch.autograd.grad(total, Z)
         grad = torch.nan_to_num(grad, nan=0.0, posinf=0.0, neginf=0.0)
         loss = -float(total.detach()) - REJECTED * int((~finite).sum())
         return loss, -grad.reshape(-1).cpu().numpy()
 
     result = minimize(
         fun,
-        X0.reshape(-1).cpu().numpy(),
+        (X0 / s).reshape(-1).cpu().numpy(),
         jac=True,
         method="L-BFGS-B",
-        bounds=list(zip(lo.reshape(-1).tolist(), hi.reshape(-1).tolist(), strict=True)),
+        bounds=list(zip((lo / s).reshape(-1).tolist(), (hi / s).reshape(-1).tolist(), strict=True)),
         options={"maxiter": maxiter},
     )
-    x = torch.tensor(result.x, dtype=like.dtype, device=like.device).reshape(shape)
+    x = torch.tensor(result.x, dtype=like.dtype, device=like.device).reshape(shape) * s
     return torch.maximum(torch.minimum(x, hi), lo)
 
 
@@ -215,13 +218,16 @@ def maximize(
     around: Tensor | None = None,
     local: int = 256,
     spread: float = 0.05,
-    maxiter: int = 50,
+    maxiter: int = 100,
     device: torch.device | None = None,
     polytope: Polytope | None = None,
+    scale: Tensor | None = None,
 ) -> Found | None:
     """The best point in ``bounds`` (2 x d; the unit cube when None) found for ``score`` (see the module's
     docstring), or None if all candidates are rejected; inside ``polytope`` when given. Deterministic given
-    ``seed``."""
+    ``seed``. The first row of ``around`` (the best observation) is a start of its own besides the best
+    ``restarts`` candidates, as GPSampler warm-starts from its best trial: an optimum on a face or at a sharp
+    corner is where the Sobol and perturbed candidates rarely land. ``scale``: see ``_refine``."""
     box = (unit_bounds(d) if bounds is None else bounds).to(device, torch.float64)
     if polytope is None:
         C = candidates(box, n_candidates, seed, around, local, spread).to(device)
@@ -235,14 +241,22 @@ def maximize(
     order = torch.where(finite, values, torch.full_like(values, -torch.inf)).argsort(descending=True)
     starts = order[: min(restarts, int(finite.sum()))]
     best_x, best_v, refined = C[starts[0]], float(values[starts[0]]), False
+    X0, v0s = C[starts], values[starts]
+    if around is not None and around.shape[0]:
+        warm = around[:1].to(C)
+        v_warm = score_all(score, warm)
+        in_box = bool(((warm >= box[0]) & (warm <= box[1])).all())
+        in_polytope = polytope is None or float(violation(polytope, warm.cpu())[0]) <= Polytope.TOLERANCE
+        if in_box and in_polytope and bool(torch.isfinite(v_warm).all()):
+            X0, v0s = torch.cat([X0, warm]), torch.cat([v0s, v_warm])
     try:
         if polytope is None:
-            X = _refine(score, C[starts], box, maxiter)
+            X = _refine(score, X0, box, maxiter, scale)
         else:
-            X = _refine_in_polytope(score, C[starts], box, maxiter, polytope)
+            X = _refine_in_polytope(score, X0, box, maxiter, polytope)
     except (RuntimeError, ValueError):  # a numerical failure in the refinement leaves the candidates
         return Found(best_x, best_v, accepted, refined)
-    for x, v, v0 in zip(X, score_all(score, X).tolist(), values[starts].tolist(), strict=True):
+    for x, v, v0 in zip(X, score_all(score, X).tolist(), v0s.tolist(), strict=True):
         if np.isfinite(v) and v >= v0 and v > best_v:  # an accepted point at least as good as its start
             best_x, best_v, refined = x, v, True
     return Found(best_x, best_v, accepted, refined)

@@ -426,6 +426,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
             local=config.local_candidates,
             device=X.device,
             polytope=request.polytope,
+            scale=None if hypers is None else torch.tensor(hypers.lengthscale, dtype=torch.float64, device=X.device),
         )
         if found is None:
             x = self._random(request.seed, t, d, bounds, X.device, request.polytope)
