@@ -170,7 +170,7 @@ def test_the_safe_probability_is_of_the_measured_value_with_the_fitted_noise() -
     """A fit that calls part of its data noise is not sure of what will be measured: P(safe) uses the predictive
     sd with the noise (turbo's ``safe_probability`` and the local policies' ``Posterior`` in safe mode alike)."""
     from localbo.policies import gp
-    from localbo.policies.local_constraints import Posterior
+    from localbo.policies.closed_form import Posterior
     from localbo.policies.violation import safe_probability
 
     X = torch.rand(12, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64)

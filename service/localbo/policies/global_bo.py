@@ -45,6 +45,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar, Literal, TypeVar
 
 import torch
@@ -68,6 +69,7 @@ from localbo.policies.base import (
     config_as,
     only_on,
 )
+from localbo.policies.closed_form import Posterior
 from localbo.policies.lipschitz import KAPPA, LipschitzBounds, LipschitzEstimate, estimate
 from localbo.policies.polytope import design, sample
 from localbo.policies.truncated import accepted
@@ -178,6 +180,11 @@ class Context:
     # with failures to avoid, the failure model last (z <= 0: not predicted to fail)
     y_worst: float | None = None  # with constraints: max over the observed X of mu + 6 sigma (BoTorch's convention)
 
+    @cached_property
+    def constraint_posteriors(self) -> tuple[Posterior, ...]:
+        """The constraint models' posteriors in closed form, factorised once for the whole acquisition search."""
+        return tuple(Posterior(model) for model in self.constraints)
+
 
 Acquisition = Callable[[Tensor], Tensor]  # X: k x d -> k, to maximise; -inf where rejected
 
@@ -195,8 +202,8 @@ def mean_sigma(model: SingleTaskGP, X: Tensor) -> tuple[Tensor, Tensor]:
 def log_feasibility(ctx: Context, X: Tensor) -> Tensor:
     """log PF(x) = sum_j log Phi(-mu_j(x) / sigma_j(x)): the log probability that every constraint holds, k."""
     total = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
-    for model in ctx.constraints:
-        mean, sigma = mean_sigma(model, X)
+    for posterior in ctx.constraint_posteriors:
+        mean, sigma = posterior(X)
         total = total + log_ndtr(-mean / sigma)
     return total
 

@@ -67,7 +67,7 @@ from torch.special import log_ndtr
 
 from localbo.policies import failures, gp
 from localbo.policies.base import Polytope, SuggestRequest
-from localbo.policies.gradients import KernelParams, chol, train_data
+from localbo.policies.closed_form import Posterior
 from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample
 from localbo.policies.polytope_steps import Rows, inside, into_polytope, slsqp
 from localbo.policies.violation import active_constraint
@@ -76,7 +76,6 @@ SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step
 PULL_BACK = tuple(0.5**k for k in range(1, 7))  # the fractions of an exploration point's offset from x_t tried
 MARGIN = 1e-6  # the SLSQP constraints hold with this much room, so the result passes the exact test
 SAFE_SHARE_SAMPLES = 256  # points of the local box ∩ polytope behind the display's "safe share"
-MIN_VARIANCE = 1e-12  # sigma^2 floor (model units), as BoTorch's posterior
 
 
 class ConstraintState(BaseModel):
@@ -91,34 +90,6 @@ class ConstraintState(BaseModel):
     feasibility: float | None = None  # PF(x_t)
     safe_share: float | None = None  # safe mode: the share of x_t +- delta (∩ polytope) predicted safe
     max_violation_probability: float | None = None  # safe mode's delta
-
-
-class Posterior:
-    """mu(x) and sigma(x) (noise-free) of a fitted SingleTaskGP in the units of its data, in closed form
-    (``gradients.py``'s kernel), differentiable in x: with L L^T = k(A, A) + n2 I, alpha = (L L^T)^{-1} (y - m),
-
-        mu(x) = offset + scale (m + k(x, A) alpha)     sigma(x) = scale sqrt(s2 - |L^{-1} k(A, x)|^2)
-    """
-
-    def __init__(self, model: SingleTaskGP, measured: bool = False) -> None:
-        """``measured``: sigma of the measured value, the noise variance n2 added (safe mode: see ``Constraints``)."""
-        self.params = KernelParams.from_model(model)
-        self.measured_noise = self.params.noise if measured else torch.zeros_like(self.params.noise)
-        A, resid, scale = train_data(model)
-        self.A, self.scale = A, scale
-        transform = getattr(model, "outcome_transform", None)
-        self.offset = transform.means.reshape(()) if transform is not None else torch.zeros_like(scale)
-        self.prior_mean = model.mean_module.constant.detach().reshape(())
-        self.L = chol(self.params, A)
-        self.alpha = torch.cholesky_solve(resid.detach().unsqueeze(-1), self.L)  # n x 1
-
-    def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """X: k x d -> (mean k, sigma k)."""
-        K = self.params.kernel(self.A, X)  # n x k
-        V = torch.linalg.solve_triangular(self.L, K, upper=False)
-        mean = self.prior_mean + (K.transpose(-1, -2) @ self.alpha).squeeze(-1)
-        var = (self.params.outputscale - V.pow(2).sum(-2)).clamp_min(MIN_VARIANCE) + self.measured_noise
-        return self.offset + self.scale * mean, self.scale * var.sqrt()
 
 
 # --- what the request asks, and the models ----------------------------------------------------------------------

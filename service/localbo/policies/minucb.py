@@ -44,9 +44,10 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
+from localbo.policies.closed_form import Posterior
 from localbo.policies.exploration import local_box
 from localbo.policies.local import LocalConfig, LocalPolicy
-from localbo.policies.local_constraints import Constraints, Posterior
+from localbo.policies.local_constraints import Constraints
 from localbo.policies.polytope_steps import into_polytope
 
 CONSTRAINED = frozenset({"constraints", "parameter_constraints", "failures", "safety"})
