@@ -218,7 +218,7 @@ def maximize(
     around: Tensor | None = None,
     local: int = 256,
     spread: float = 0.05,
-    maxiter: int = 100,
+    maxiter: int = 200,
     device: torch.device | None = None,
     polytope: Polytope | None = None,
     scale: Tensor | None = None,
