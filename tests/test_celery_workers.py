@@ -239,6 +239,52 @@ def test_without_a_live_worker_the_api_computes_and_a_later_worker_drops_what_it
         worker.stop()
 
 
+def test_a_task_taken_by_a_worker_that_dies_before_marking_it_is_sent_again(
+    tmp_path: Path, redis_env: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker fetched the task (it left the queue) and died before it marked it received: no heartbeat ever
+    lapses, and Redis hands the message out again only after the visibility timeout (an hour). The API calls it
+    lost after the heartbeat's lapse time and sends it again."""
+    overrides = {**settings(redis_env), "task_pickup_seconds": 3.0, "task_heartbeat_seconds": 1.0}
+    engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", executor="celery", **overrides))
+    client = engine.executor.app.backend.client
+    serving = Liveness.of(engine.settings).serving(f"{redis_env['LOCALBO_CELERY_QUEUE_PREFIX']}cpu")
+    queue = serving.removesuffix(":workers")
+    client.delete(queue)
+    seen: list[str] = []
+
+    def dying_worker() -> None:
+        """Takes the first message and vanishes; once the task comes again, no worker is left (the API computes)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(seen) < 2:
+            client.set(serving, "a worker", px=3000)
+            message = client.rpop(queue) if not seen else client.lindex(queue, -1)
+            if message is not None:
+                seen.append(json.loads(message)["headers"]["id"])
+            time.sleep(0.05)
+        client.delete(serving)
+
+    try:
+        engine.create_study("taken", "minimize", space(2), "minucb", LIGHT, seed=3)
+        for _ in range(2):  # the initial design: no computation to send
+            (trial,) = engine.ask("taken")["trials"]
+            engine.tell("taken", trial["number"], sphere(trial["params"]))
+        with engine.write.begin() as conn:  # the plan emptied: the next ask needs a computation
+            repo.pop_plan(conn, repo.get_study(conn, "taken").id, 100)
+        thread = threading.Thread(target=dying_worker, daemon=True)
+        thread.start()
+        with caplog.at_level(logging.WARNING, logger="localbo.workers"):
+            (trial,) = engine.ask("taken")["trials"]
+        thread.join(70)
+        assert len(seen) == 2 and seen[0] != seen[1], "the task was sent again, as a new task"
+        assert any("lost its worker" in r.getMessage() for r in caplog.records)
+        assert trial["source"] == "minucb"
+        assert engine.get_study("taken")["last_policy_error"] is None
+    finally:
+        client.delete(serving, queue)
+        engine.close()
+
+
 def test_a_redis_outage_computes_inline_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", executor="celery", redis_url=dead))

@@ -9,6 +9,8 @@ the task's liveness (``liveness.py``):
 - held, but the heartbeat lapsed (the worker died): send the task again, once; lost a second time, the
   plan falls back (``WorkerLost``: a computation that kills workers must not be tried in the API);
 - still queued while a live worker serves the queue: wait for its turn;
+- out of the queue but held by no worker for ``TAKEN_GRACE_BEATS`` beats: a worker fetched it and died before it
+  marked it received (Redis would hand it out again only after the visibility timeout): lost, as above;
 - still queued and no live worker served the queue for ``LOCALBO_TASK_PICKUP_SECONDS``: abandon the task
   (a worker that takes it later drops it) and compute it here.
 
@@ -34,7 +36,7 @@ from localbo.config import Settings
 from localbo.policies import Suggestion, SuggestRequest
 from localbo.workers.base import Executor, PolicyTimeout
 from localbo.workers.celery_app import LIVENESS, TASK, make_celery, queue_name
-from localbo.workers.liveness import ABANDONED, Liveness
+from localbo.workers.liveness import ABANDONED, MISSED_BEATS, Liveness
 from localbo.workers.wire import request_to_wire, suggestion_from_wire
 
 log = logging.getLogger("localbo.workers")
@@ -43,6 +45,33 @@ BROKER_DOWN = (OperationalError, redis.exceptions.ConnectionError, redis.excepti
 # The API gives the result store one quick retry, not Celery's twenty: an outage must cost an ask
 # seconds. (Workers keep the default, so that a stored result survives a blip.)
 API_RESULT_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+
+
+TAKEN_GRACE_BEATS = MISSED_BEATS  # out of its queue and held by no worker this long: lost, as a lapsed heartbeat
+SCAN_AT_MOST = 64  # messages; a longer queue is taken to still hold the task (its turn may be far)
+# kombu's Redis transport keeps one list per priority step: the queue's name, then name + sep + step
+PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+# whether any list holds a message naming the task, searched in Redis (the messages carry the request: no copies)
+_FIND = """
+local total = 0
+for _, key in ipairs(KEYS) do total = total + redis.call('LLEN', key) end
+if total > tonumber(ARGV[2]) then return 1 end
+for _, key in ipairs(KEYS) do
+  for _, message in ipairs(redis.call('LRANGE', key, 0, -1)) do
+    if string.find(message, ARGV[1], 1, true) then return 1 end
+  end
+end
+return 0
+"""
+
+
+def _queued(client: redis.Redis, queue: str, task_id: str) -> bool:
+    """Whether the task's message may still wait in the broker's lists for ``queue``."""
+    keys = [queue + suffix for suffix in PRIORITY_SUFFIXES]
+    try:
+        return bool(client.eval(_FIND, len(keys), *keys, task_id, SCAN_AT_MOST))
+    except redis.exceptions.ResponseError:  # scripting disabled on this Redis: wait, as before
+        return True
 
 
 class WorkerLost(RuntimeError):
@@ -142,6 +171,7 @@ class CeleryExecutor:
         pickup = self.settings.task_pickup_seconds
         served_until = time.monotonic() + pickup
         held = False  # a worker's heartbeat for the task was seen
+        taken_at: float | None = None  # when the task was first seen out of the queue and not held
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -160,6 +190,15 @@ class CeleryExecutor:
                     raise _Lost()
             elif serving is not None:  # queued, and a live worker serves the queue: wait for its turn
                 served_until = time.monotonic() + pickup
+                if _queued(client, queue, result.id):
+                    taken_at = None
+                elif taken_at is None:  # out of the queue, not yet held: a worker is between fetch and receipt
+                    taken_at = time.monotonic()
+                elif time.monotonic() - taken_at > TAKEN_GRACE_BEATS * liveness.beat and not result.ready():
+                    # fetched by a worker that died before it marked the task received: Redis would hand it out
+                    # again only after the visibility timeout
+                    client.set(claim_key, ABANDONED, nx=True, ex=liveness.claim_seconds)
+                    raise _Lost()
             elif time.monotonic() > served_until and client.set(
                 claim_key, ABANDONED, nx=True, ex=liveness.claim_seconds
             ):
