@@ -250,7 +250,7 @@ def test_a_task_taken_by_a_worker_that_dies_before_marking_it_is_sent_again(
     client = engine.executor.app.backend.client
     serving = Liveness.of(engine.settings).serving(f"{redis_env['LOCALBO_CELERY_QUEUE_PREFIX']}cpu")
     queue = serving.removesuffix(":workers")
-    client.delete(queue)
+    client.delete(serving)  # the workers of earlier tests (same queues) are stopped; their presence may linger
     seen: list[str] = []
 
     def dying_worker() -> None:
@@ -271,6 +271,7 @@ def test_a_task_taken_by_a_worker_that_dies_before_marking_it_is_sent_again(
             engine.tell("taken", trial["number"], sphere(trial["params"]))
         with engine.write.begin() as conn:  # the plan emptied: the next ask needs a computation
             repo.pop_plan(conn, repo.get_study(conn, "taken").id, 100)
+        client.delete(queue)  # only the task of the next ask in it
         thread = threading.Thread(target=dying_worker, daemon=True)
         thread.start()
         with caplog.at_level(logging.WARNING, logger="localbo.workers"):
