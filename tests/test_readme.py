@@ -101,7 +101,11 @@ def test_the_first_screen_works_as_written_twice(checkout: Path) -> None:
                     break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        assert "localbo listening on http://127.0.0.1:8000" in (checkout / "serve.log").read_text()
+        # the server says so once its own probe of /healthz answers, which may come just after this one's
+        said = "localbo listening on http://127.0.0.1:8000"
+        while said not in (checkout / "serve.log").read_text() and time.monotonic() < deadline + 30:
+            time.sleep(0.2)
+        assert said in (checkout / "serve.log").read_text()
 
         (python,) = blocks(section("A first study in Python"), "python")
         for run in (1, 2):
