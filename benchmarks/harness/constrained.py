@@ -27,8 +27,9 @@ Problems (``PROBLEMS``):
 Runners (``run_method``), one (problem, method, seed) each, ``evals`` sequential evaluations. A localbo method named
 ``ei-greedy`` is ei without its every-4th uniform point (``random_every: 0``; the default 4 is Ahmed et al.'s
 protocol). ``-noisefree`` sets the policy's ``noise_floor`` to ``NOISEFREE_FLOOR`` (1e-6, as Optuna's GPSampler;
-the default 1e-4 is BoTorch's), the setting a user of a noise-free simulator would choose; the suffixes combine
-(``ei-greedy-noisefree``).
+the default 1e-4 is BoTorch's), the setting a user of a noise-free simulator would choose; ``-exact`` sets it to
+``EXACT_FLOOR`` (1e-8, the lowest the config allows: a deterministic simulator's values are exact to far more
+digits than 1e-6 resolves); the suffixes combine (``ei-greedy-noisefree``, ``ei-greedy-exact``).
 ``<policy>-avoid`` runs the policy with ``failures: "avoid"`` (``SuggestRequest.X_failed``), ``<policy>-safe`` in safe
 mode (delta = ``SAFE_DELTA``) from the problem's safe seed (``Problem.safe_seed``: a known-feasible point, the
 75th-percentile value among the feasible points of 4096 Sobol points, so not a head start), asked first, with the
@@ -80,8 +81,10 @@ LOCALBO_METHODS = (
     "ei-greedy",
     "turbo-noisefree",
     "ei-greedy-noisefree",
+    "ei-greedy-exact",
 )
 NOISEFREE_FLOOR = 1e-6  # the GPs' noise floor of a "-noisefree" run: Optuna's GPSampler's (gp.py)
+EXACT_FLOOR = 1e-8  # an "-exact" run's: the lowest noise_floor a policy config accepts (gp.noise_floor_field)
 SAFE_DELTA = 0.05  # safe mode's max_violation_probability
 SEED = "seed"  # a safe run's first point
 SAFE_FALLBACK = "fallback-safe"
@@ -340,6 +343,8 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
         settings["random_every"] = 0
     if "noisefree" in modes:
         settings["noise_floor"] = NOISEFREE_FLOOR
+    if "exact" in modes:
+        settings["noise_floor"] = EXACT_FLOOR
     config = cls.Config.model_validate(settings)
     cls.check_study(problem.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
