@@ -31,10 +31,10 @@ Constrained Bayesian Optimization", AISTATS 2021):
     seek:     (departs from the paper) while no point of the region's data is feasible, the batch's first point,
               when no candidate is feasible in its sample, is the candidate of least total violation by the
               constraint GPs' posterior means: beyond the data a sample reverts to the mean with a wide spread, so its
-              least violating candidate sits at the box's edge, where the violation mostly proves worse, and the
-              region spends d failures before it shrinks. On ackley10 (seeds 0-4, q = 1) the first feasible point
-              came at evaluation 43 on average instead of 49, earlier on every seed; regret 2.38 at 100 evaluations
-              against 2.92, level at 200 (constrained.md); no problem that starts feasible is touched
+              least violating candidate wanders with the draw, and each pick that proves worse is one of the d
+              failures the region spends before it shrinks. On ackley10 (seeds 0-4, q = 1; a probe) the first
+              feasible point came at evaluation 43 on average instead of 49, earlier on every seed; regret 2.38 at
+              100 evaluations against 2.92, level at 200 (constrained.md); a problem that starts feasible is untouched
     update:   a batch succeeds when its best point (the best feasible one, else the least violating) is feasible
               and improves on a feasible centre by the margin above, or is feasible while the centre is not, or
               violates less than an infeasible centre; anything else is a failure
