@@ -54,6 +54,7 @@ from harness.constrained import (  # noqa: E402
     PROBLEMS,
     get_problem,
     run_method,
+    split_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
 from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, say, versions  # noqa: E402
@@ -69,6 +70,9 @@ OURS = (  # the goals compare their best
     "turbo-noisefree",
     "ei-greedy-noisefree",
     "ei-greedy-exact",
+    "minucb",
+    "la-minucb",
+    "gibo",
 )
 PEERS = ("tpe", "gpsampler", "optuna-random", "ax")
 CHEAP = ("random", "optuna-random", "tpe")  # seconds a run: they run first
@@ -99,9 +103,10 @@ def execute_at_checkpoints(key: Key) -> tuple[dict[str, Any] | None, str | None]
 
 def applies(method: str, problem: str) -> bool:
     """``-avoid`` runs only where evaluations can fail, ``-safe`` only where there are outcome constraints."""
-    if "avoid" in method.split("-"):
+    modes = split_method(method)[1]
+    if "avoid" in modes:
         return get_problem(problem).fails is not None
-    if "safe" in method.split("-"):
+    if "safe" in modes:
         return get_problem(problem).m > 0
     return True
 
@@ -235,7 +240,8 @@ def careful_goals(table: dict[str, Any]) -> list[str]:
     for name, t in table.items():
         rows = t["rows"]
         for method, r in rows.items():
-            base, _, mode = method.partition("-")
+            base, modes = split_method(method)
+            mode = "".join(modes)
             if mode not in ("avoid", "safe") or base not in rows:
                 continue
             plain = rows[base]

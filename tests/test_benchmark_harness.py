@@ -247,3 +247,16 @@ def test_merge_replaces_rerun_runs_keeps_the_others_and_the_hand_written_finding
     assert md.rstrip().endswith("Written by hand.")
     sobol = next(line for line in md.splitlines() if line.startswith("| sobol "))
     assert "| 2 | 5 |" in sobol  # two seeds at 5 evaluations: the merged run is no longer cut to 3
+
+
+def test_a_constrained_method_name_is_its_policy_and_its_modes() -> None:
+    from harness.constrained import LOCALBO_METHODS, split_method
+
+    assert split_method("la-minucb-safe") == ("la-minucb", {"safe"})
+    assert split_method("la-minucb") == ("la-minucb", set())
+    assert split_method("ei-greedy-exact") == ("ei", {"greedy", "exact"})
+    assert split_method("turbo-avoid") == ("turbo", {"avoid"})
+    from localbo.policies import get_policy
+
+    for method in LOCALBO_METHODS:
+        get_policy(split_method(method)[0])  # every listed method names a policy

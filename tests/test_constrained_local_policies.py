@@ -28,6 +28,7 @@ from localbo.policies import PolicyError, Suggestion, SuggestRequest, get_policy
 from localbo.policies.base import Polytope
 from localbo.policies.closed_form import Posterior
 from localbo.policies.local import LocalState
+from localbo.policies.local_constraints import Demands, fit_constraints, scaled
 from localbo.policies.polytope import sample, violation
 from localbo.policies.polytope_steps import into_polytope
 from localbo.policies.requests import make_request
@@ -192,6 +193,32 @@ def test_into_polytope_brings_points_inside_along_their_segment_and_leaves_insid
 
 
 # --- outcome constraints ------------------------------------------------------------------------------------------
+
+
+def test_the_constraint_models_fit_a_limit_in_thousands_on_bilog_of_its_typical_size() -> None:
+    """As turbo's SCBO: a limit measured in thousands (welded_beam's stresses) is fitted as bilog(c / median |c|),
+    so the bound is not a step lost next to values far from it; the sign of every value is kept, so feasibility
+    and P(c <= 0) mean what they meant."""
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(12, 2, generator=g, dtype=torch.float64)
+    C = 1000 * torch.expm1(8 * ball(X))  # from about -900 near the centre to 2e6 in the far corner
+    demands = Demands(C, None, None, None)
+
+    def fit_outcome(c: torch.Tensor, hypers: Any) -> Any:
+        return gp.fit_model(X, c, "rbf", hypers)
+
+    cons = fit_constraints(demands, X, fit_outcome, "rbf", None, 2.0, g, True, 50)
+    size = C.abs().median()
+    expected = torch.sign(C) * torch.log1p(C.abs() / size)
+    assert cons.C is not None and torch.allclose(cons.C, expected)
+    assert torch.equal(cons.C <= 0, C <= 0)
+    (model,) = cons.models
+    target = expected[:, 0]  # as the model holds it: standardised (its Standardize outcome transform)
+    assert torch.allclose(model.train_targets.reshape(-1), (target - target.mean()) / target.std())
+    assert float(scaled(C, safe=False).abs().max()) < 10  # 2e6 / median becomes about 9 after bilog
+    small = torch.tensor([[-0.2], [0.1], [0.3]], dtype=torch.float64)
+    assert torch.allclose(scaled(small, safe=False), torch.sign(small) * small.abs().log1p()), "below 1: not scaled"
+    assert torch.allclose(scaled(small, safe=True), torch.sign(small) * (small.abs() / 0.2).log1p())  # safe: all
 
 
 def test_the_closed_form_posterior_is_the_models() -> None:

@@ -36,7 +36,8 @@ mode (delta = ``SAFE_DELTA``) from the problem's safe seed (``Problem.safe_seed`
 engine's safe fallback (the feasible point with the widest margin, else the seed) in place of a random one:
 
 - ``direct`` (localbo's policies: ``turbo`` (SCBO), ``ei`` (constrained log-EI), ``ucb`` (weighted by the
-  probability of feasibility), ``random``): the policy API in process, emulating the engine as
+  probability of feasibility), ``minucb``, ``la-minucb`` and ``gibo`` (the paper's local policies with constraint
+  GPs beside the objective's, ``policies/local_constraints.py``), ``random``): the policy API in process, emulating the engine as
   ``harness.runners.run_direct`` does (a plan queue refilled by ``suggest``, the state stored as JSON between
   calls, the engine's seeds; a failing policy answered with the engine's fallback points, counted), with the
   study's outcome constraints as ``SuggestRequest.C`` (only for policies that declare "constraints": the
@@ -82,7 +83,14 @@ LOCALBO_METHODS = (
     "turbo-noisefree",
     "ei-greedy-noisefree",
     "ei-greedy-exact",
+    "minucb",
+    "la-minucb",
+    "gibo",
+    "minucb-safe",
+    "la-minucb-safe",
+    "gibo-safe",
 )
+MODES = ("avoid", "safe", "greedy", "noisefree", "exact")  # a method's suffixes: how its policy runs
 NOISEFREE_FLOOR = 1e-6  # the GPs' noise floor of a "-noisefree" run: Optuna's GPSampler's (gp.py)
 EXACT_FLOOR = 1e-8  # an "-exact" run's: the lowest noise_floor a policy config accepts (gp.noise_floor_field)
 SAFE_DELTA = 0.05  # safe mode's max_violation_probability
@@ -327,6 +335,16 @@ class ConstrainedRun:
 # -- localbo's policies, in process ---------------------------------------------------------------------------
 
 
+def split_method(method: str) -> tuple[str, set[str]]:
+    """A method's policy and its modes: "la-minucb-safe" is la-minucb in safe mode, "ei-greedy-exact" is ei with
+    random_every 0 and the exact noise floor (the suffixes are ``MODES``; a policy's own name may hold a hyphen)."""
+    parts = method.split("-")
+    cut = len(parts)
+    while cut > 1 and parts[cut - 1] in MODES:
+        cut -= 1
+    return "-".join(parts[:cut]), set(parts[cut:])
+
+
 def run_direct(problem: Problem, method: str, seed: int, evals: int, run: ConstrainedRun) -> None:
     from localbo.planning.fallback import mixed_seed
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
@@ -334,8 +352,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
     from localbo.policies.polytope import feasible_or_none, sample
     from localbo.policies.requests import make_request
 
-    base, *suffixes = method.split("-")  # "turbo-avoid": turbo with failures: "avoid"; "turbo-safe": safe mode
-    modes = set(suffixes)
+    base, modes = split_method(method)
     mode = "safe" if "safe" in modes else "avoid" if "avoid" in modes else ""
     cls = get_policy(base)
     settings: dict[str, Any] = {}

@@ -11,8 +11,8 @@ What a request may ask the local policies to respect (``Demands``, each only if 
 
 Models (``Constraints``): one GP per outcome constraint beside the objective's, on the same data window (the last
 N_max points) and fitted the same way (``LocalPolicy._fit``: ``gp.fit_model``, warm-started from the last fit kept in
-the state), on the raw values of c_j (turbo, morbo, qlognehvi, ei and ucb fit bilog(c_j / s_j), ``violation.py``;
-not measured for these policies, so not changed); with failures the failure model (``failures.py``: a GP on a
+the state), on bilog(c_j / s_j) as turbo's SCBO (``scaled``; s_j = median |c_j|, at least 1 outside safe mode,
+``violation.typical_size``); with failures the failure model (``failures.py``: a GP on a
 +-1 failure indicator over every completed and failed point) is one more constraint, z(x) <= 0 "does not fail".
 Each model j gives mu_j(x), sigma_j(x) (noise-free, ``Posterior``: the closed form of the fitted SingleTaskGP; in
 safe mode sigma_j of the measured value, sqrt(sigma_j^2 + n2_j): a fit that explains its misfit near the bound as
@@ -70,7 +70,7 @@ from localbo.policies.base import Polytope, SuggestRequest
 from localbo.policies.closed_form import Posterior
 from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample
 from localbo.policies.polytope_steps import Rows, inside, into_polytope, slsqp
-from localbo.policies.violation import active_constraint
+from localbo.policies.violation import active_constraint, bilog, typical_size
 
 SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step is not likely feasible
 PULL_BACK = tuple(0.5**k for k in range(1, 7))  # the fractions of an exploration point's offset from x_t tried
@@ -408,6 +408,14 @@ class ExplorationRegion:
         return out
 
 
+def scaled(C: Tensor, safe: bool) -> Tensor:
+    """What the constraint GPs fit: bilog(c_j / s_j), as turbo's SCBO (``violation.typical_size``; the sign, and so
+    every P(c_j <= 0), is kept). A limit measured in thousands is otherwise, after standardising, a step too small
+    to resolve next to values of 1e5 far from it (welded_beam: first feasible point at evaluation 98 of 100)."""
+    size = typical_size(C, at_least=0.0 if safe else 1.0)  # safe mode: every one, as turbo
+    return bilog(C / size)
+
+
 def fit_constraints(
     demands: Demands,
     X: Tensor,
@@ -425,6 +433,7 @@ def fit_constraints(
     C, X_failed = demands.C, demands.X_failed
     outcome: list[SingleTaskGP] = []
     if C is not None and X.shape[0]:
+        C = scaled(C, safe=demands.delta is not None)
         warm: Sequence[gp.Hypers | None] = (
             previous.constraint_hypers
             if previous is not None and len(previous.constraint_hypers) == C.shape[1]
