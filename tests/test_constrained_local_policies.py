@@ -255,12 +255,16 @@ def test_a_run_ends_at_a_feasible_centre_better_than_its_feasible_start(name: st
 @pytest.mark.parametrize("name", POLICIES)
 def test_safe_mode_asks_few_violating_points_from_a_safe_start(name: str) -> None:
     X, state = run(name, 8, delta=0.05)
-    free, _ = run(name, 8)  # the run of the test above
+    free, free_state = run(name, 8)  # the run of the test above
     violating, free_violating = int((ball(X) > 0).sum()), int((ball(free) > 0).sum())
     print(f"\n{name}: safe mode {violating} of {X.shape[0]} violate, outside it {free_violating} of {free.shape[0]}")
     assert violating <= 0.1 * X.shape[0] and violating <= free_violating
     assert torch.equal(X[0], torch.tensor(START, dtype=torch.float64)), "the first point is the safe seed"
     assert float(quadratic(torch.tensor([state.x_t], dtype=torch.float64))[0]) < 0.5, "and it moves on from there"
+    assert state.constraints is not None and free_state.constraints is not None
+    held = [h.mean for h in state.constraints.constraint_hypers]
+    assert held == [0.0], "safe mode: the constraint's prior mean held at its bound (SafeOpt's), not fitted"
+    assert [h.mean for h in free_state.constraints.constraint_hypers] != [0.0], "outside it: fitted"
     display = get_policy(name).display(state, get_policy(name).Config(), X.shape[0])
     assert display is not None and display.numbers["max violation probability"] == 0.05
     share = display.numbers["safe share of the box"]

@@ -269,8 +269,10 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         or, in a top-up, built from the last fits."""
         config, seed = request.config, _seed(request.seed, t, 0) + 1  # not the objective's generator
 
+        at_bound = 0.0 if demands.delta is not None else None  # safe mode: the prior at the bound (SafeOpt's)
+
         def fit_outcome(c: Tensor, hypers: gp.Hypers | None) -> Any:
-            return self._fit(data, config, hypers, seed, t, y=c)
+            return self._fit(data, config, hypers, seed, t, y=c, mean_at=at_bound)
 
         return fit_constraints(
             demands,
@@ -285,11 +287,19 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         )
 
     def _fit(
-        self, data: Data, config: LocalConfig, hypers: gp.Hypers | None, seed: int, t: int = 0, y: Tensor | None = None
+        self,
+        data: Data,
+        config: LocalConfig,
+        hypers: gp.Hypers | None,
+        seed: int,
+        t: int = 0,
+        y: Tensor | None = None,
+        mean_at: float | None = None,
     ) -> Any:
         """The GP on the data window, refitted as ``config.refit`` says, warm-started from ``hypers``: a bounded
         refit (``warm_fit_iterations``) between full ones (every ``full_fit_every`` iterations, and the first).
-        ``y``: other values at data.X than the objective's (an outcome constraint's)."""
+        ``y``: other values at data.X than the objective's (an outcome constraint's); ``mean_at``: its prior mean
+        held there (``gp.build_model``)."""
         refit = config.refit == "every" or (config.refit == "when_full" and data.X.shape[0] >= data.n_max)
         full = hypers is None or t % config.full_fit_every == 0
         maxiter = None if full else config.warm_fit_iterations
@@ -303,6 +313,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             device=data.X.device,
             generator=torch.Generator().manual_seed(seed),
             maxiter=maxiter,
+            mean_at=mean_at,
         )
 
     def _iteration(

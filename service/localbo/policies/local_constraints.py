@@ -12,8 +12,10 @@ What a request may ask the local policies to respect (``Demands``, each only if 
 Models (``Constraints``): one GP per outcome constraint beside the objective's, on the same data window (the last
 N_max points) and fitted the same way (``LocalPolicy._fit``: ``gp.fit_model``, warm-started from the last fit kept in
 the state), on bilog(c_j / s_j) as turbo's SCBO (``scaled``; s_j = median |c_j|, at least 1 outside safe mode,
-``violation.typical_size``); with failures the failure model (``failures.py``: a GP on a
-+-1 failure indicator over every completed and failed point) is one more constraint, z(x) <= 0 "does not fail".
+``violation.typical_size``), in safe mode with the prior mean held at the bound (``gp.ScaledAbout``, SafeOpt's
+prior, as turbo's: away from the data a model says "do not know", not "like the seed"); with failures the failure
+model (``failures.py``: a GP on a +-1 failure indicator over every completed and failed point) is one more
+constraint, z(x) <= 0 "does not fail".
 Each model j gives mu_j(x), sigma_j(x) (noise-free, ``Posterior``: the closed form of the fitted SingleTaskGP; in
 safe mode sigma_j of the measured value, sqrt(sigma_j^2 + n2_j): a fit that explains its misfit near the bound as
 noise is otherwise sure of a latent value the measurement misses; see ``violation.safe_probability``), and
@@ -444,7 +446,9 @@ def fit_constraints(
                 outcome.append(fit_outcome(C[:, j], hypers))
             else:
                 Xw, cw = gp.window(X, C[:, j], n_max)
-                outcome.append(gp.build_model(Xw, cw, kernel, hypers, X.device))
+                outcome.append(
+                    gp.build_model(Xw, cw, kernel, hypers, X.device, 0.0 if demands.delta is not None else None)
+                )
     failure = None
     if X_failed is not None:
         hypers = previous.failure_hypers if previous is not None else None
