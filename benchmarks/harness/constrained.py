@@ -38,8 +38,8 @@ engine's safe fallback (the feasible point with the widest margin, else the seed
 - ``direct`` (localbo's policies: ``turbo`` (SCBO), ``ei`` (constrained log-EI), ``ucb`` (weighted by the
   probability of feasibility), ``minucb``, ``la-minucb`` and ``gibo`` (the paper's local policies with constraint
   GPs beside the objective's, ``policies/local_constraints.py``), ``random``): the policy API in process, emulating
-  the engine as ``harness.runners.run_direct`` does (a plan queue refilled by ``suggest``, the state stored as JSON between
-  calls, the engine's seeds; a failing policy answered with the engine's fallback points, counted), with the
+  the engine as ``harness.runners.run_direct`` does (a plan queue refilled by ``suggest``, the state stored as JSON
+  between calls, the engine's seeds; a failing policy answered with the engine's fallback points, counted), with the
   study's outcome constraints as ``SuggestRequest.C`` (only for policies that declare "constraints": the
   service refuses them to the others) and its parameter constraints as ``SuggestRequest.polytope`` (in the unit
   cube); fallback points are hit-and-run samples of the fallback box ∩ polytope, as the engine's.
