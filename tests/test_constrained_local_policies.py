@@ -28,10 +28,11 @@ from localbo.policies import PolicyError, Suggestion, SuggestRequest, get_policy
 from localbo.policies.base import Polytope
 from localbo.policies.closed_form import Posterior
 from localbo.policies.local import LocalState
-from localbo.policies.local_constraints import Demands, fit_constraints, scaled
+from localbo.policies.local_constraints import Constraints, Demands, ExplorationRegion, fit_constraints, scaled
 from localbo.policies.polytope import sample, violation
 from localbo.policies.polytope_steps import into_polytope
 from localbo.policies.requests import make_request
+from localbo.policies.violation import SAFE_MARGIN
 from polytopes import cases
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -269,6 +270,33 @@ def test_safe_mode_asks_few_violating_points_from_a_safe_start(name: str) -> Non
     assert display is not None and display.numbers["max violation probability"] == 0.05
     share = display.numbers["safe share of the box"]
     assert isinstance(share, float) and 0 < share <= 1
+
+
+def test_safe_mode_asks_at_the_contracts_delta_with_turbos_margin_and_stacks_no_row_on_an_unmeasured_centre() -> None:
+    """In safe mode a point is safe at PF >= 1 - delta / SAFE_MARGIN (turbo's margin). An exploration row that no
+    pull-back makes safe goes to the known-safe point of the box nearest to x_t, not onto x_t: x_t is a step's
+    point, not measured yet, and rows stacked on it share its risk. Outside safe mode nothing changes."""
+    safe = Constraints(
+        polytope=None,
+        delta=0.05,
+        beta=2.0,
+        blind=True,
+        known_safe=torch.tensor([[0.5, 0.5], [0.2, 0.9], [0.9, 0.9]], dtype=torch.float64),
+    )
+    assert safe.threshold == pytest.approx(1 - 0.05 / SAFE_MARGIN) and SAFE_MARGIN == 10
+    assert Constraints(polytope=None, delta=None, beta=2.0).threshold == 0.5
+    anchor = torch.tensor([0.3, 0.8], dtype=torch.float64)
+    region = ExplorationRegion(safe, anchor)
+    lo, hi = torch.tensor([0.1, 0.6], dtype=torch.float64), torch.tensor([0.5, 1.0], dtype=torch.float64)
+    Z = torch.tensor([[0.45, 0.95], [0.15, 0.65]], dtype=torch.float64)
+    out = region.admit(Z, lo, hi)  # blind: nothing is safe, so every row falls back
+    assert torch.equal(out, torch.tensor([[0.2, 0.9], [0.2, 0.9]], dtype=torch.float64)), (
+        "nearest known safe in the box"
+    )
+    far = ExplorationRegion(
+        dataclasses.replace(safe, known_safe=torch.tensor([[0.9, 0.1]], dtype=torch.float64)), anchor
+    )
+    assert torch.equal(far.admit(Z, lo, hi), anchor.expand(2, -1)), "none in the box: x_t, as before"
 
 
 def test_safe_mode_without_results_asks_the_seed_only_and_without_a_seed_nothing() -> None:

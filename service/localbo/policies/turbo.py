@@ -133,6 +133,7 @@ from localbo.policies.turbo_region import (
     update_failed,
 )
 from localbo.policies.violation import (
+    SAFE_MARGIN,
     active_constraint,
     best_index,
     bilog,
@@ -142,7 +143,6 @@ from localbo.policies.violation import (
     within_reach,
 )
 
-SAFE_MARGIN = 10  # safe mode asks points safe with probability 1 - delta / 10 (see the module's docstring)
 FACES_AFTER = 8  # SCBO: candidates on the cube's faces once the side is length_init / 8 or less (3 halvings)
 
 

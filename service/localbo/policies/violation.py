@@ -97,6 +97,7 @@ def safe_probability(constraints: list[SingleTaskGP], X: Tensor, calibrated: boo
     return p
 
 
+SAFE_MARGIN = 10  # safe mode asks points safe with probability 1 - delta / 10 (turbo's docstring says why)
 SAFE_REACH = 0.5  # safe mode: how far from a point observed feasible a candidate may be, in lengthscales
 
 
