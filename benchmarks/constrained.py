@@ -78,7 +78,8 @@ PEERS = ("tpe", "gpsampler", "optuna-random", "ax")
 CHEAP = ("random", "optuna-random", "tpe")  # seconds a run: they run first
 HEADLINE = ("turbo", "gpsampler")  # the local constrained policy and the model-based peer: before ei and ucb
 FULL = {"problems": ",".join(PROBLEMS),
-        "methods": "turbo,ei,ucb,random,tpe,gpsampler,optuna-random,ax,turbo-avoid,ei-avoid,turbo-safe", "seeds": 5,
+        "methods": "turbo,ei,ucb,minucb,la-minucb,gibo,random,tpe,gpsampler,optuna-random,ax,turbo-avoid,ei-avoid,"
+                   "turbo-safe,minucb-safe,la-minucb-safe,gibo-safe", "seeds": 5,
         "evals": 200}  # fmt: skip
 SMOKE = {"problems": "c_gramacy,mixture8,fail_hartmann6",
          "methods": "turbo,random,tpe,optuna-random,turbo-avoid,turbo-safe", "seeds": 1, "evals": 12}  # fmt: skip
@@ -335,12 +336,13 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         "",
         "## Goals (issue 30)",
         "",
-        "The best of turbo / ei / ucb / ei-greedy and the `-noisefree` runs (`noise_floor` 1e-6, as GPSampler's; the",
-        "setting for noise-free evaluations) and `ei-greedy-exact` (`noise_floor` 1e-8, the lowest a config allows: a",
-        "deterministic simulator's) against the best peer (TPE, GPSampler, Optuna random, Ax): a method",
-        "with a feasible point in every seed ranks above one without, then by mean regret. Both feasible in every",
-        "seed: d >= 7: ours <= 0.5 x the peer's regret; d < 7: ours within one standard error of the peer (<= peer +",
-        "SE). (turbo is the local policy; ei and ucb are global and count here too.) A method cut below the row's",
+        "The best of turbo / ei / ucb / ei-greedy / minucb / la-minucb / gibo and the `-noisefree` runs",
+        "(`noise_floor` 1e-6, as GPSampler's; the setting for noise-free evaluations) and `ei-greedy-exact`",
+        "(`noise_floor` 1e-8, the lowest a config allows: a deterministic simulator's) against the best peer (TPE,",
+        "GPSampler, Optuna random, Ax): a method with a feasible point in every seed ranks above one without, then by",
+        "mean regret. Both feasible in every seed: d >= 7: ours <= 0.5 x the peer's regret; d < 7: ours within one",
+        "standard error of the peer (<= peer + SE). (turbo, minucb, la-minucb and gibo are the local policies; ei and",
+        "ucb are global and count here too.) A method cut below the row's",
         "budget counts with its value at its last evaluation, `(at N: a bound)`: an upper bound on its regret at the",
         "row's budget (best so far only falls); against a peer's bound a `no` is certain and a `yes` is not, and a",
         "bound of ours only counts against us.",
