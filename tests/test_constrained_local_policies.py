@@ -272,6 +272,28 @@ def test_safe_mode_asks_few_violating_points_from_a_safe_start(name: str) -> Non
     assert isinstance(share, float) and 0 < share <= 1
 
 
+def test_on_the_way_to_feasibility_the_models_mean_violation_leads_not_their_doubt() -> None:
+    """Restoration (nothing meets the step's bounds; the centre when nothing is likely feasible) ranks points by
+    the models' mean violation, as turbo's SCBO does before its first feasible point: a point far from the data
+    has the higher PF only because its sigma is the prior's. In safe mode safety (PF) still leads."""
+
+    def posterior(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # near the data (x < 0.5): sure, close
+        near = X[:, 0] < 0.5
+        return torch.where(near, 0.1, 0.5).to(X), torch.where(near, 0.05, 1.0).to(X)
+
+    A, B = [0.4, 0.5], [0.9, 0.5]  # mean violation 0.1, PF 0.02; mean violation 0.5, PF 0.31
+    pool = torch.tensor([A, B], dtype=torch.float64)
+    free = Constraints(polytope=None, delta=None, beta=2.0, outcome=(posterior,))  # type: ignore[arg-type]
+    assert int(free.restoration(pool).argmin()) == 0 and int(free.log_pf(pool).argmax()) == 1
+    safe = dataclasses.replace(free, delta=0.05)
+    assert int(safe.restoration(pool).argmin()) == 1, "safe mode: the most likely feasible"
+    # x_t and the step far from the data, nothing likely feasible: the centre goes to the observation near it
+    x_t, x_star = torch.tensor(B, dtype=torch.float64), torch.tensor([0.95, 0.5], dtype=torch.float64)
+    X_obs = torch.tensor([[0.3, 0.5]], dtype=torch.float64)
+    centre, info = free.centre(x_t, x_star, None, X_obs, torch.zeros(1))
+    assert info["centre"] == "safest known point" and torch.equal(centre, X_obs[0])
+
+
 def test_safe_mode_asks_at_the_contracts_delta_with_turbos_margin_and_stacks_no_row_on_an_unmeasured_centre() -> None:
     """In safe mode a point is safe at PF >= 1 - delta / SAFE_MARGIN (turbo's margin). An exploration row that no
     pull-back makes safe goes to the known-safe point of the box nearest to x_t, not onto x_t: x_t is a step's

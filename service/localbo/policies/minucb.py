@@ -20,8 +20,9 @@ Under constraints (issue 30; the rules in ``local_constraints.py``), with c_j's 
 
 B is the step's box (as above; in safe mode x_t +- delta when step_delta is unset, so that the step stays where
 the constraint models have data), P the polytope. SLSQP (scipy) from x_t and the training points with the lowest
-UCB among those meeting the bounds; when none does, x* is the point of B ∩ P with the highest PF (a restoration
-step). The failure model (failures: "avoid") is one more c_j. Exploration as gibo's, where the constraints allow.
+UCB among those meeting the bounds; when none does, x* is the point of B ∩ P nearest feasibility (a restoration
+step: the least mean violation sum_j max(mu_j, 0), in safe mode the highest PF; ``Constraints.restoration``).
+The failure model (failures: "avoid") is one more c_j. Exploration as gibo's, where the constraints allow.
 
 >>> request = make_request("minucb", X, y, count=4)         # X: n x d in the unit cube, y: n to minimise
 >>> request = dataclasses.replace(request, C=C, polytope=P)  # C: n x m (<= 0 holds); P: linear constraints
@@ -111,7 +112,7 @@ def constrained_minucb_step(
 ) -> tuple[Tensor, dict[str, Any], Callable[[Tensor], Tensor]]:
     """x* = argmin_{x in bounds ∩ polytope} mu + beta sigma subject to the step's constraint bounds (the module's
     docstring), by SLSQP from x_t and the restarts - 1 training points with the lowest bound among those meeting
-    them; the most likely feasible point of the region when none does. Returns x* (d), what to show, and the UCB
+    them; the point of the region nearest feasibility when none does. Returns x* (d), what to show, and the UCB
     as the centre rule's merit."""
     post = Posterior(model)
 
@@ -128,7 +129,7 @@ def constrained_minucb_step(
     starts = torch.cat([x_t.unsqueeze(0), train[values.argsort()[:k]]])
     x, how = constraints.argmin(merit, starts, lo, hi, nonlinear=True), "ucb"
     if x is None:  # nothing meets the bounds: towards feasibility first
-        x, how = constraints.argmin(lambda X: -constraints.log_pf(X), starts, lo, hi, nonlinear=False), "restore"
+        x, how = constraints.argmin(constraints.restoration, starts, lo, hi, nonlinear=False), "restore"
     x = x_t if x is None else x
     with torch.no_grad():
         ucb_t, ucb_x = merit(torch.stack([x_t, x])).tolist()
