@@ -104,8 +104,9 @@ def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: 
         return [("ei", f"categorical parameters ({dim} coordinates): global log-EI; a local step has no meaning on "
                        "one-hot blocks")]  # fmt: skip
     if needs & {"constraints", "failures"}:
-        return [("turbo", "outcome constraints or failures to avoid: turbo as SCBO (ahead on the d >= 6 problems of "
-                          "results/constrained.md)")]  # fmt: skip
+        return [("turbo", "outcome constraints or failures to avoid: turbo as SCBO (ahead of the local policies "
+                          "on the engineering problems of results/constrained.md; behind minucb on "
+                          "Ackley-10)")]  # fmt: skip
     if dim <= GLOBAL_MAX_DIM and n < GLOBAL_MAX_N:
         return [("ei", f"{dim} coordinates, {n} results: global log-EI (results/lipschitz.md, d 2 to 10); local "
                        f"from {GLOBAL_MAX_N} results on")]  # fmt: skip
