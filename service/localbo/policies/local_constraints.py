@@ -239,8 +239,8 @@ class Constraints:
         """k, lower better: how a point is ranked on the way to feasibility. Outside safe mode the models' mean
         violation sum_j max(mu_j, 0) (SCBO's total violation, on the models; turbo's first point while nothing is
         feasible), PF breaking ties where no mean is past its bound; in safe mode -log PF (safety first). Far from
-        the data PF says only "unknown" (sigma at its prior), so maximising it keeps a restoration near the data,
-        where the means point the way."""
+        the data PF is high only because sigma is the prior's, so maximising it sends a restoration where the models
+        know nothing; the mean violation keeps it where the means point the way."""
         if self.safe:
             return -self.log_pf(X)
         total = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
