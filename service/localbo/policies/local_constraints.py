@@ -80,7 +80,7 @@ from localbo.policies.base import Polytope, SuggestRequest
 from localbo.policies.closed_form import Posterior
 from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample
 from localbo.policies.polytope_steps import Rows, inside, into_polytope, slsqp
-from localbo.policies.violation import SAFE_MARGIN, active_constraint, bilog, typical_size
+from localbo.policies.violation import SAFE_MARGIN, active_constraint, bilog, total_violation, typical_size
 
 SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step is not likely feasible
 PULL_BACK = tuple(0.5**k for k in range(1, 7))  # the fractions of an exploration point's offset from x_t tried
@@ -241,12 +241,10 @@ class Constraints:
         feasible), PF breaking ties where no mean is past its bound; in safe mode -log PF (safety first). Far from
         the data PF is high only because sigma is the prior's, so maximising it sends a restoration where the models
         know nothing; the mean violation keeps it where the means point the way."""
-        if self.safe:
+        if self.safe or not self.posteriors():
             return -self.log_pf(X)
-        total = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
-        for post in self.posteriors():
-            total = total + post(X)[0].clamp_min(0.0)
-        return total - TIE_BREAK * self.log_pf(X)
+        means = torch.stack([post(X)[0] for post in self.posteriors()], -1)  # k x r
+        return total_violation(means, X.shape[0]) - TIE_BREAK * self.log_pf(X)
 
     def grad_log_pf(self, x: Tensor) -> Tensor:
         """d log PF / dx at x (d): the direction of a restoration step."""

@@ -409,7 +409,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         """n: sum_j max(mu_j, 0) over the constraint models' posterior means at the points (on the CPU)."""
         with torch.no_grad():
             means = [m.posterior(points).mean.reshape(-1).cpu() for m in constraints]
-        return torch.stack(means, -1).clamp_min(0).sum(-1)
+        return total_violation(torch.stack(means, -1), points.shape[0])
 
     @staticmethod
     def _candidates(
