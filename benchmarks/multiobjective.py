@@ -114,7 +114,10 @@ def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str
         problem = get_problem(name)
         rows = {}
         for method in methods:
-            mine = sorted((r for r in runs if r["problem"] == name and r["method"] == method), key=lambda r: r["seed"])
+            mine = sorted(  # a run on an earlier domain of the problem is not this problem's
+                (r for r in runs if (r["problem"], r["method"], r.get("domain", "")) == (name, method, problem.domain)),
+                key=lambda r: r["seed"],
+            )
             if not mine:
                 continue
             last = min(r["evals"] for r in mine)
@@ -134,7 +137,8 @@ def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str
             }
         table[name] = {
             "dim": problem.dim, "k": problem.k, "m": problem.m, "ref": problem.ref.tolist(), "max_hv": problem.max_hv,
-            "max_hv_from": problem.max_hv_from, "rows": rows, "goals": goals(problem.dim, rows),
+            "max_hv_from": problem.max_hv_from, "domain": problem.domain, "rows": rows,
+            "goals": goals(problem.dim, rows),
         }  # fmt: skip
     return table
 
@@ -249,7 +253,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         lines += [
             "",
             f"## {name} (d = {t['dim']}, {t['k']} objectives, {t['m']} outcome constraint(s); reference point ({ref}); "
-            f"max_hv {t['max_hv']:.8g}: {t['max_hv_from']})",
+            f"max_hv {t['max_hv']:.8g}: {t['max_hv_from']}{'; ' + t['domain'] if t.get('domain') else ''})",
             "",
             "| method | seeds | evals | log10 diff @ 50 | @ 100 | @ 200 | infeasible | fallbacks | front "
             "| wall s / run | CPU s / run |",
@@ -355,7 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     state: dict[str, Any] = {"runs": [], "failed": []}
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
-        state["runs"] = [r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys]
+        domains = {p: get_problem(p).domain for p in problems}  # a run on another domain is another problem's
+        state["runs"] = [
+            r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys
+            and r.get("domain", "") == domains[r["problem"]]
+        ]  # fmt: skip
         done = {(r["problem"], r["method"], r["seed"], r["evals"]) for r in state["runs"]}
         keys = [k for k in keys if k not in done]
         say(f"resume: {len(done)} run(s) kept from {json_path}, {len(keys)} to go")

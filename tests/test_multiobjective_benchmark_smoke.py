@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 from tests.conftest import BENCHMARKS, run_benchmark
@@ -41,3 +42,24 @@ def test_smoke_run_tables_each_method_with_hypervolume_and_costs(tmp_path: Path)
 def test_smoke_refuses_to_write_into_the_committed_results() -> None:
     done = run_benchmark("multiobjective.py", "--smoke", "--out", str(BENCHMARKS / "results"), timeout=60, ok=False)
     assert done.returncode == 2 and "--smoke does not write into benchmarks/results" in done.stderr
+
+
+def test_the_dtlz2_family_keeps_its_pareto_set_off_the_cube_centre_and_a_run_on_another_domain_is_dropped() -> None:
+    import torch
+
+    sys.path.insert(0, str(BENCHMARKS))
+    from harness.multiobjective import SHIFTED, get_problem
+    from multiobjective import aggregate
+
+    for name, d in (("dtlz2_10", 10), ("dtlz2_30", 30), ("c2dtlz2", 12)):
+        problem = get_problem(name)
+        assert problem.domain == SHIFTED
+        centre = problem.evaluate(problem.to_user(torch.full((d,), 0.5, dtype=torch.float64)))[0]
+        assert float(centre.norm()) - 1 > 0.1, "where the local policies start is not on the front"
+        u = torch.full((d,), 0.4, dtype=torch.float64)  # x_2..x_d = 0.5 in user units: on the front
+        assert math.isclose(float(problem.evaluate(problem.to_user(u))[0].norm()), 1.0)
+    assert get_problem("branincurrin").domain == ""
+    run = {"problem": "dtlz2_10", "method": "random", "seed": 0, "evals": 1, "log_hv_diff": {"1": 0.0}, "infeasible": 0,
+           "front_size": 1, "fallbacks": 0, "n_errors": 0, "errors": [], "wall_s": 0.0, "cpu_s": 0.0}  # fmt: skip
+    assert aggregate([run], ["dtlz2_10"], ["random"])["dtlz2_10"]["rows"] == {}  # recorded on BoTorch's [0, 1]^d
+    assert aggregate([{**run, "domain": SHIFTED}], ["dtlz2_10"], ["random"])["dtlz2_10"]["rows"]["random"]["seeds"] == 1
