@@ -60,7 +60,7 @@ part_serve() {
 
 part_dev() {
   pip_install -c "$(constraints extras)" -e ".[dev]" -e "./client[optuna,pandas]"
-  "$PY" -c "import pytest, ruff, mypy, optuna, schemathesis, playwright" || { echo "the dev tools did not install" >&2; exit 1; }
+  "$PY" -c "import pytest, xdist, ruff, mypy, optuna, schemathesis, playwright" || { echo "the dev tools did not install" >&2; exit 1; }
 }
 
 part_bench() {
