@@ -208,7 +208,8 @@ def test_a_study_stopped_relative_to_its_cadence_says_so_at_the_top_and_in_the_l
     # 40 min when written; the minutes round, so a slow (loaded) run may read 41 by the time it looks
     assert re.search(r"No result for 4[01] min", text), text
     assert "usual gap of 1 min" in text and "2 trials are still out" in text, text
-    assert stall.bounding_box()["y"] < 400  # at the top, not 2,400 px down
+    # at the top, not 2,400 px down (evaluate waits for the element: the page may re-render it between two reads)
+    assert stall.evaluate("e => e.getBoundingClientRect().top + window.scrollY") < 400
     page.get_by_test_id("trouble-lease").filter(has_text="2 trials past their lease").wait_for(
         timeout=30_000
     )  # leases read
@@ -258,7 +259,7 @@ def test_fallback_points_are_flagged_in_the_list_at_the_top_in_the_history_and_t
     open_page(page, server.url, f"#/study/{name}", view="study")
     top = page.get_by_test_id("trouble-fallback")
     assert "3 of 10 trials were fallback points" in top.inner_text()
-    assert top.bounding_box()["y"] < 500
+    assert top.evaluate("e => e.getBoundingClientRect().top + window.scrollY") < 500
     assert page.locator("#history").get_attribute("data-fallbacks") == "3"
     assert page.get_by_test_id("legend-fallback").is_visible()
     flagged = page.get_by_test_id("trials").locator("tbody tr[data-fallback='1']")

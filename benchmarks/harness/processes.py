@@ -26,6 +26,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# how long a server or a worker may take to come up: importing torch and BoTorch in a cold process takes seconds on
+# a quiet machine and over a minute on a loaded one (the suite on two processes beside `stress --cpu 4`)
+READY_TIMEOUT_S = 240.0
+
+
 class ServerProcess:
     """Starts the server, waits for ``/healthz``; ``stop()`` ends it. Output goes to ``log_path``."""
 
@@ -33,7 +38,7 @@ class ServerProcess:
         self,
         db_url: str,
         log_path: Path | None = None,
-        timeout: float = 90.0,
+        timeout: float = READY_TIMEOUT_S,
         args: tuple[str, ...] = (),
         port: int | None = None,  # a restart: the port the previous server had
         **env: str,
@@ -80,7 +85,9 @@ class WorkerProcess:
     ``kill()`` sends SIGKILL to the whole group: the crash a late-acknowledged task must survive.
     """
 
-    def __init__(self, log_path: Path, queues: tuple[str, ...] = ("cpu",), timeout: float = 90.0, **env: str) -> None:
+    def __init__(
+        self, log_path: Path, queues: tuple[str, ...] = ("cpu",), timeout: float = READY_TIMEOUT_S, **env: str
+    ) -> None:
         self.log_path = log_path
         self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         queue_args = [arg for q in queues for arg in ("--queue", q)]
