@@ -35,8 +35,8 @@ archive``, into the run's temporary folder) and serves them, with this tree's en
 ``baseline`` rows of the same run: the before and the after on the same machine, minutes apart.
 
 The full run writes ``benchmarks/results/dashboard_load.{md,json}`` whole (or into ``--out``);
-``--smoke`` never writes there. The run is niced (``os.nice(10)``), children included. Postgres is
-reached through ``LOCALBO_BENCH_PG`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``),
+``--smoke`` never writes there. A full run is niced (``os.nice(10)``), children included; the smoke (a test) is
+not. Postgres is reached through ``LOCALBO_BENCH_PG`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``),
 on a fresh database dropped afterwards.
 """
 
@@ -361,7 +361,7 @@ def write(out: Path, plan: Plan, rows: list[Row], meta: dict) -> None:
         f"Written by `benchmarks/dashboard_load.py`{' (smoke run)' if plan.smoke else ''} at commit "
         f"{meta.get('commit')} on {meta['when']}, "
         f"{meta['machine']} ({meta['cpus']} CPUs, load average {meta['load_before']} before the run, "
-        f"{meta.get('load_after')} after), niced. "
+        f"{meta.get('load_after')} after){'' if plan.smoke else ', niced'}. "
         f"One client asks and tells on one study ({plan.seconds:.0f} s per row, after a warm-up); the `list` streams "
         "are `GET /api/v1/events`, half of them allowed to read the busy study; the `study` streams are "
         f"`GET /api/v1/studies/{BUSY}/events` (the busy study's page). Each stream has a token of its own.",
@@ -435,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"where to write the results (default {RESULTS})")
     args = parser.parse_args(argv)
     out = output_dir(parser, args, RESULTS, "dashload")
-    os.nice(10)  # a shared machine: the run yields to others (children inherit it)
+    if not args.smoke:  # a full run on a shared machine yields to others (children inherit it); the smoke is a test:
+        os.nice(10)  # niced, its servers starve beside a busy machine's work and miss their start-up bounds
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="dashload-") as tmp:
         plan = make_plan(args, Path(tmp))
