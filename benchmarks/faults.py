@@ -209,8 +209,7 @@ class Load:
 
     def finish(self, timeout: float | None = None) -> None:
         """Stop the clients once each told the trial it holds (their retry budgets bound the wait)."""
-        timeout = 150.0 if timeout is None else timeout
-        timeout = max(timeout, (self.retry_for or 0.0) + 60.0)
+        timeout = max(150.0 if timeout is None else timeout, (self.retry_for or 0.0) + 60.0)
         self.stop.set()
         say("stopping the clients")
         for thread in self._threads:
