@@ -26,8 +26,9 @@ display shows. A request with none of C, polytope, X_failed or safe mode takes e
 its state is dumped as before (no ``constraints`` key).
 
 Several objectives (issue 31; ``request.Y``): the step of iteration t minimises ParEGO's augmented Chebyshev
-scalarisation of the normalised objectives with a weight drawn from the simplex for t (``scalarise.py``), so the
-iterate moves towards a different part of the Pareto front from step to step; everything else is as above.
+scalarisation of the normalised objectives with a weight on the simplex for t (``scalarise.py``: stratified over the
+steps by default, ``scalarisation_weights: "uniform"`` for independent draws), so the iterate moves towards a
+different part of the Pareto front from step to step; everything else is as above.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
 from localbo.policies.local_state import LocalConfig, LocalState, Scalar, _extend_path, _samples
-from localbo.policies.scalarise import chebyshev, simplex_weights
+from localbo.policies.scalarise import chebyshev, step_weights
 from localbo.policies.warping import power_warp
 
 
@@ -215,7 +216,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         X = request.X.to(dev, torch.float64).reshape(-1, d)
         y = request.y.to(dev, torch.float64).reshape(-1)
         if request.Y is not None and request.Y.shape[-1] > 1:  # several objectives: this step's ParEGO scalar
-            weights = simplex_weights(request.Y.shape[-1], request.seed, request.state.t + 1)
+            weights = step_weights(request.Y.shape[-1], request.seed, request.state.t + 1, config.scalarisation_weights)
             y = chebyshev(request.Y.to(dev, torch.float64), weights)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d

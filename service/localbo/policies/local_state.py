@@ -35,6 +35,11 @@ class LocalConfig(PolicyConfig):
     epsilon: float | None = Field(
         default=None, ge=0.0, description="Early stop: end exploration when a point's trace reduction < epsilon"
     )
+    scalarisation_weights: Literal["stratified", "uniform"] = Field(
+        default="stratified",
+        description="Several objectives: each step's Chebyshev weight; stratified: consecutive steps spread over the "
+        "simplex (a shifted R-sequence); uniform: an independent uniform draw per step (ParEGO's random pick)",
+    )
     kernel: Literal["rbf", "matern52"] = Field(default="rbf", description="ARD kernel of the GP")
     output_warp: Literal["none", "power"] = Field(
         default="none",
