@@ -57,7 +57,7 @@ from harness.constrained import (  # noqa: E402
     split_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, say, versions  # noqa: E402
+from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "constrained"
@@ -296,17 +296,8 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         + (f", cut for the slow methods: {'; '.join(cuts)}" if cuts else "")
         + f"; {meta['jobs']} run(s) side by side, {meta['threads']} torch thread(s) each, niced.",
     ]
-    made_at: dict[str, dict[str, int]] = {}
-    for r in state["runs"]:
-        if r["problem"] in meta["problems"] and r["method"] in meta["methods"]:
-            at = made_at.setdefault(r["method"], {})
-            at[r.get("commit", "not recorded")] = at.get(r.get("commit", "not recorded"), 0) + 1
-    if meta.get("rerun") or len({c for at in made_at.values() for c in at}) > 1:
-        lines += ["", "Runs by commit (`--resume` keeps earlier invocations' runs"
-                  + (f"; `--rerun {','.join(meta['rerun'])}`: those methods' runs made before that commit ran again"
-                     if meta.get("rerun") else "") + "): "
-                  + "; ".join(f"`{m}` " + ", ".join(f"{n} at {c}" for c, n in sorted(at.items()))
-                              for m, at in made_at.items()) + "."]  # fmt: skip
+    lines += runs_by_commit(state["runs"], meta["problems"], meta["methods"], ",".join(meta.get("rerun") or []),
+                            "those methods' runs made before that commit ran again")  # fmt: skip
     if meta.get("not_run"):
         lines += ["", f"**Cut** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
                   f"{len(meta['not_run'])} "

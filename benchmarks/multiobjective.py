@@ -24,6 +24,7 @@ failed); the Pareto front's size; wall and CPU seconds. The table: mean ± stand
     .venv/bin/python benchmarks/multiobjective.py --evals-for ax=50 --seeds-for ax=1 --seeds-for-problem dtlz2_30=1
     .venv/bin/python benchmarks/multiobjective.py --resume       # keep the runs in multiobjective.json, run the rest
     .venv/bin/python benchmarks/multiobjective.py --resume --only ax@branincurrin,morbo   # of the rest, only these
+    .venv/bin/python benchmarks/multiobjective.py --resume --rerun minucb   # minucb changed: its runs again
     .venv/bin/python benchmarks/multiobjective.py --report-only  # rewrite multiobjective.md from the JSON
 
 It writes ``benchmarks/results/multiobjective.json`` (every run's summary and the run's settings) and
@@ -57,7 +58,7 @@ from harness.multiobjective import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, say, versions  # noqa: E402
+from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
@@ -194,6 +195,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         + (f", cut: {'; '.join(cuts)}" if cuts else "")
         + f"; {meta['jobs']} run(s) side by side, {meta['threads']} torch thread(s) each, niced.",
     ]
+    lines += runs_by_commit(state["runs"], meta["problems"], meta["methods"], ",".join(meta.get("rerun") or []))
     if meta.get("not_run"):
         lines += ["", f"**Cut** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
                   f"{len(meta['not_run'])} planned run(s) not run: {', '.join(meta['not_run'][:40])}"
@@ -307,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", metavar="METHOD@PROBLEM,...",
                         help="of the planned runs, run only these now (METHOD, @PROBLEM or METHOD@PROBLEM), "
                         "seed by seed, in this order; with --resume the plan's runs in the JSON stay")  # fmt: skip
+    parser.add_argument("--rerun", default="", metavar="METHOD,..",
+                        help="with --resume: drop these methods' runs from the JSON and make them again (after a "
+                        "change to their code); every other method's runs stay")  # fmt: skip
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
     parser.add_argument("--out", type=Path, default=None, help=f"where to write (default {RESULTS})")
@@ -357,8 +362,14 @@ def main(argv: list[str] | None = None) -> int:
             if s < min(seeds_for.get(m, args.seeds), seeds_for_problem.get(p, args.seeds))]  # fmt: skip
     keys.sort(key=lambda k: (k[1] not in CHEAP, 0 if k[1] in CHEAP else k[2], k[1] not in HEADLINE))  # stable
     state: dict[str, Any] = {"runs": [], "failed": []}
+    rerun = [m.strip() for m in args.rerun.split(",") if m.strip()]
+    if rerun and not args.resume:
+        parser.error("--rerun needs --resume (it replaces runs in the JSON)")
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
+        if bad := [m for m in rerun if m not in methods]:
+            parser.error(f"--rerun: {bad} not among the methods run")
+        old["runs"] = [r for r in old.get("runs", []) if r["method"] not in rerun]
         domains = {p: get_problem(p).domain for p in problems}  # a run on another domain is another problem's
         state["runs"] = [
             r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys
@@ -374,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,
         "evals_for": evals_for, "seeds_for": seeds_for, "seeds_for_problem": seeds_for_problem,
         "evals_for_pair": evals_for_pair, "methods_not_run": skipped, "jobs": args.jobs, "threads": args.threads,
-        "deadline_min": args.deadline_min, "only": args.only, "not_run": [],
+        "deadline_min": args.deadline_min, "only": args.only, "not_run": [], "rerun": rerun,
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
@@ -387,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             state["failed"].append({"key": label, "error": (error or "?").splitlines()[0]})
             say(f"FAILED {label}: {error}")
         else:
-            state["runs"].append(summary)
+            state["runs"].append({**summary, "commit": meta["commit"]})
             last = summary["log_hv_diff"][str(summary["evals"])]
             say(
                 f"[{time.monotonic() - t0:7.0f} s] {label}: log10 HV diff {last:.3f}, {summary['infeasible']} "

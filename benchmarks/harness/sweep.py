@@ -100,6 +100,26 @@ def run_all(
     return todo
 
 
+def runs_by_commit(
+    runs: list[dict[str, Any]], problems: list[str], methods: list[str], rerun: str,
+    rerun_note: str = "those methods' runs in the JSON were dropped and made again",
+) -> list[str]:  # fmt: skip
+    """The markdown line that says at which commits each method's runs were made (``--resume`` keeps earlier
+    invocations' runs); none when they were all made at one and nothing was rerun."""
+    made_at: dict[str, dict[str, int]] = {}
+    for r in runs:
+        if r["problem"] in problems and r["method"] in methods:
+            at = made_at.setdefault(r["method"], {})
+            at[r.get("commit", "not recorded")] = at.get(r.get("commit", "not recorded"), 0) + 1
+    if not rerun and len({c for at in made_at.values() for c in at}) <= 1:
+        return []
+    return ["", "Runs by commit (`--resume` keeps earlier invocations' runs"
+            + (f"; `--rerun {rerun}`: {rerun_note}" if rerun else "") + "): "
+            + "; ".join(f"`{m}` " + ", ".join(f"{n} at {c}" for c, n in sorted(at.items()))
+                        for m, at in made_at.items())
+            + "."]  # fmt: skip
+
+
 def mean_se(values: list[float]) -> tuple[float, float | None]:
     """Mean and standard error (None for one value)."""
     m = statistics.fmean(values)
