@@ -10,7 +10,7 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
     several objectives  d <= 5: qlognehvi (global; GPSampler's global GP led morbo 0.23 to 0.98 in log10 HV
                         difference on VehicleSafety, d 5: results/multiobjective.md); else minucb on ParEGO
                         scalarisations (local: over 5 seeds, half the best peer's difference or less on DTLZ2-10
-                        and -30, and ahead of morbo there and on C2DTLZ2-12)
+                        at 100 and 200 evaluations and on DTLZ2-30 at 200, and ahead of morbo there and on C2DTLZ2-12)
     safe mode           turbo (the measured safe mode: results/constrained.md)
     categorical         ei (global; the local steps have no meaning on one-hot blocks)
     outcome constraints turbo as SCBO (led every peer on the d >= 6 problems of results/constrained.md)
