@@ -132,8 +132,11 @@ def parse_outcomes(
     return outcomes
 
 
-def check_capabilities(policy: str, outcomes: Outcomes, linear: bool, kind: str, dim: int) -> None:
-    """A 422 naming the field when the study needs what its policy does not serve, with the policies that do."""
+def check_capabilities(
+    policy: str, outcomes: Outcomes, linear: bool, kind: str, dim: int, config: dict[str, Any] | None = None
+) -> None:
+    """A 422 naming the field when the study needs what its policy (with its validated ``config``) does not serve,
+    with the policies that do."""
     from localbo.policies import PolicyConfigError, registry
 
     needs = {
@@ -151,7 +154,8 @@ def check_capabilities(policy: str, outcomes: Outcomes, linear: bool, kind: str,
             what = "several objectives" if capability == "objectives" else field.replace("_", " ")
             raise InvalidInput(field, f"the {policy} policy does not serve {what}; {offer}")
     try:
-        policies[policy].check_needs(kind, dim, frozenset(c for c, (_, needed) in needs.items() if needed))
+        parsed = policies[policy].Config.model_validate(config) if config is not None else None
+        policies[policy].check_needs(kind, dim, frozenset(c for c, (_, needed) in needs.items() if needed), parsed)
     except PolicyConfigError as exc:
         raise InvalidInput(exc.field, str(exc).split(": ", 1)[-1]) from None
 
@@ -263,7 +267,7 @@ class Studies:
             linear_rules = [c.model_dump(mode="json") for c in rules]
         if finite is not None and outcomes.constraints:
             raise InvalidInput("constraints", "outcome constraints on a finite space are not served yet")
-        check_capabilities(policy, outcomes, bool(linear_rules) and finite is None, kind, dim)
+        check_capabilities(policy, outcomes, bool(linear_rules) and finite is None, kind, dim, config)
         seeds = safety_seeds(outcomes, None if finite is not None else parsed, linear)
         config = start_config(config, seeds)
         if outcomes.objectives:

@@ -185,7 +185,7 @@ class Auto(Policy[AutoConfig, AutoState]):
     handles: ClassVar[frozenset[str]] = frozenset(CAPABILITIES)  # each study's combination: ``check_needs``
 
     @classmethod
-    def check_needs(cls, kind: str, dim: int, needs: frozenset[str]) -> None:
+    def check_needs(cls, kind: str, dim: int, needs: frozenset[str], config: AutoConfig | None = None) -> None:
         choose(kind, dim, needs, candidates=CHAINING_MAX_CANDIDATES + 1)  # raises when no preference serves
 
     @classmethod

@@ -306,9 +306,9 @@ class Policy(ABC, Generic[ConfigT, StateT]):
         return None  # most policies run any space
 
     @classmethod
-    def check_needs(cls, kind: str, dim: int, needs: frozenset[str]) -> None:
+    def check_needs(cls, kind: str, dim: int, needs: frozenset[str], config: ConfigT | None = None) -> None:
         """Raise PolicyConfigError if this policy cannot serve a study of this space that needs all of ``needs``
-        (``CAPABILITIES``) together; ``handles`` already covers each one alone."""
+        (``CAPABILITIES``) together, with ``config`` when given; ``handles`` already covers each one alone."""
         return None
 
     @classmethod

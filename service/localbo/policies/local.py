@@ -58,6 +58,7 @@ from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
 from localbo.policies.local_state import LocalConfig, LocalState, Scalar, _extend_path, _samples
+from localbo.policies.restarts import RunState, after_step, restart_point, stalled
 from localbo.policies.scalarise import chebyshev, step_weights
 from localbo.policies.warping import power_warp
 
@@ -68,6 +69,12 @@ class Data:
     y: Tensor  # n
     pending: Tensor  # m x d, asked or planned, not told
     n_max: int  # the GP's data window
+    first: int = 0  # the study's results before X's first row (those of the runs before a restart)
+
+    @property
+    def told(self) -> int:
+        """The study's results: those before the run and the run's own."""
+        return self.first + self.X.shape[0]
 
     def conditioning(self) -> Tensor:
         """The inputs the exploration conditions on: the window of X and the pending points, (N + m) x d."""
@@ -80,6 +87,8 @@ def _seed(seed: int, t: int, k: int) -> int:
 
 
 LocalConfigT = TypeVar("LocalConfigT", bound=LocalConfig)
+# What a study may need that restarts do not serve (``check_needs``): parameter constraints they do.
+RESTART_BLOCKERS = frozenset({"constraints", "failures", "safety", "objectives"})
 
 
 class LocalPolicy(Policy[LocalConfigT, LocalState]):
@@ -91,6 +100,17 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
     def check_study(cls, dim: int, config: LocalConfigT) -> None:
         if config.x0 is not None and len(config.x0) != dim:
             raise PolicyConfigError("policy_config.x0", f"expected {dim} values in [0, 1], got {len(config.x0)}")
+
+    @classmethod
+    def check_needs(cls, kind: str, dim: int, needs: frozenset[str], config: LocalConfigT | None = None) -> None:
+        blocking = sorted(needs & RESTART_BLOCKERS)
+        if config is not None and config.restart_after is not None and blocking:
+            raise PolicyConfigError(
+                "policy_config.restart_after",
+                "restarts serve a study with one objective and no outcome constraints, failures to avoid or safe "
+                f"mode (a restart's point is not known safe, nor its run's value comparable); this one has "
+                f"{', '.join(blocking)}",
+            )
 
     @classmethod
     def queue(cls, config: LocalConfigT) -> str:
@@ -137,6 +157,9 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             numbers["gp mean lengthscale"] = round(sum(state.hypers.lengthscale) / len(state.hypers.lengthscale), 6)
         if state.constraints is not None:
             numbers.update(_constraint_numbers(state.constraints, last, n_complete))
+        if state.run is not None:
+            numbers["restarts"] = state.run.restarts
+            numbers["steps without improvement"] = state.run.stale
         return Display(
             phase=phase,
             progress=Progress(done=done, total=state.batch, label="exploration batch"),
@@ -220,9 +243,13 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             y = chebyshev(request.Y.to(dev, torch.float64), weights)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
-        if config.output_warp == "power" and n:  # the GP sees a monotone warp of y fitted to its window
+        if config.restart_after is not None and state.run is None:
+            state = state.model_copy(update={"run": RunState()})
+        first = min(n, state.run.start) if state.run is not None else 0  # the current run's results only
+        raw = y = y[first:]  # raw: the run's values as told, for its best (the warp below is refitted each call)
+        if config.output_warp == "power" and y.shape[0]:  # the GP sees a monotone warp of y fitted to its window
             y = power_warp(y, y[-n_max:])
-        data = Data(X, y, pending, n_max)
+        data = Data(X[first:], y, pending, n_max, first)
         demands = Demands.of(request, self.handles)  # None: nothing to respect, the unconstrained path
         if state.x_t is None:  # the first call: x_0 and its batch
             start = config.x0 if config.x0 is not None else [0.5] * d
@@ -242,19 +269,47 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         if n - state.n_start < state.batch and pending.shape[0] > 0:
             held = None if demands is None else self._constraints(request, data, demands, state, t, fit=False)
             return self._top_up(request, data, state, x_t, held)
-        if n == 0:  # every trial of the batch failed: send the same iteration again
+        if data.X.shape[0] == 0:  # every trial of the (run's) batch failed: send the same iteration again
             again = None if demands is None else self._constraints(request, data, demands, state, t, fit=True)
             return self._iteration(request, data, state, t, x_t, state.hypers, {"event": "retry"}, again)
+        if state.run is not None:
+            run = after_step(state.run, raw)
+            if stalled(run, config.restart_after):
+                return self._restart(request, X, data, state, t + 1, run, demands)
+            state = state.model_copy(update={"run": run})
         model = self._fit(data, config, state.hypers, _seed(request.seed, t + 1, 0), t + 1)
         if demands is None:
             x_next, info = self.step(model, x_t, config)
             return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
         fitted = self._constraints(request, data, demands, state, t + 1, fit=True)
         x_star, info, merit = self.constrained_step(model, x_t, config, fitted)
-        x_next, moved = fitted.centre(x_t, x_star, merit, X[-n_max:], y[-n_max:])
+        x_next, moved = fitted.centre(x_t, x_star, merit, data.X[-n_max:], data.y[-n_max:])
         info = {**info, **moved, "step_norm": float((x_next - x_t).norm())}
         hypers = gp.to_state(model)
         return self._iteration(request, data, state, t + 1, x_next, hypers, {"event": "step", **info}, fitted)
+
+    def _restart(
+        self,
+        request: SuggestRequest[LocalConfigT, LocalState],
+        X: Tensor,
+        data: Data,
+        state: LocalState,
+        t: int,
+        run: RunState,
+        demands: Demands | None,
+    ) -> Suggestion:
+        """Iteration t starts a new run (``restarts.py``) at the point farthest from every evaluated and pending one,
+        inside the parameter constraints; its GP window begins with the results still to come."""
+        seen = torch.cat([X, data.pending])
+        x_new = restart_point(seen, request.seed, run.restarts)
+        fresh = RunState(start=X.shape[0], restarts=run.restarts + 1)
+        empty = Data(X[:0], data.y[:0], data.pending, data.n_max, X.shape[0])
+        state = state.model_copy(update={"run": fresh})
+        info = {"event": "restart", "restarts": fresh.restarts, "stalled_at": run.best}
+        if demands is None:
+            return self._iteration(request, empty, state, t, x_new, state.hypers, info)
+        constraints = self._constraints(request, empty, demands, state, t, fit=True)
+        return self._iteration(request, empty, state, t, demands.start(x_new), state.hypers, info, constraints)
 
     def _constraints(
         self,
@@ -358,12 +413,13 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             t=t,
             x_t=x_t.tolist(),
             phase="batch",
-            n_start=data.X.shape[0],
+            n_start=data.told,
             batch=batch.shape[0],
             extra=0,
             hypers=hypers,
-            path=_extend_path(state.path, t, data.X.shape[0], x_t, info),
+            path=_extend_path(state.path, t, data.told, x_t, info),
             constraints=kept,
+            run=state.run,
         )
         return Suggestion(X=batch, state=new_state)
 

@@ -12,6 +12,7 @@ from torch import Tensor
 from localbo.policies import gp
 from localbo.policies.base import PolicyConfig, PolicyState
 from localbo.policies.local_constraints import ConstraintState
+from localbo.policies.restarts import RunState
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -64,6 +65,15 @@ class LocalConfig(PolicyConfig):
     queue: Literal["auto", "cpu", "gpu"] = Field(
         default="auto", description="Worker queue under the celery executor; auto: gpu above LOCALBO_GPU_MIN_SIZE"
     )
+    restart_after: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="Restart a stalled run after this many consecutive steps that did not improve its best value "
+        "(by 1e-3 of its magnitude): the next iterate is the point farthest from every evaluated one, with a GP "
+        "window of the new run's results only (restarts.py); one objective, no outcome constraints, failures to "
+        "avoid or safe mode. None: never (the papers)",
+    )
     constraint_beta: float = Field(
         default=2.0,
         ge=0.0,
@@ -99,13 +109,15 @@ class LocalState(PolicyState):
     hypers: gp.StoredHypers = None
     path: list[PathEntry] = Field(default_factory=list)
     constraints: ConstraintState | None = None  # set only in a study with constraints (local_constraints.py)
+    run: RunState | None = None  # set only when the config restarts stalled runs (restarts.py)
 
     @model_serializer(mode="wrap")
-    def _without_unset_constraints(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The dump of an unconstrained study's state stays what it was before constraints existed."""
+    def _without_unset_parts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The dump of a study's state without constraints or restarts stays what it was before either existed."""
         data: dict[str, Any] = handler(self)
-        if data.get("constraints", 0) is None:
-            del data["constraints"]
+        for key in ("constraints", "run"):
+            if data.get(key, 0) is None:
+                del data[key]
         return data
 
 
