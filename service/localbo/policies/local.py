@@ -245,11 +245,11 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
         if config.restart_after is not None and state.run is None:
             state = state.model_copy(update={"run": RunState()})
-        first = min(n, state.run.start) if state.run is not None else 0  # the current run's results only
-        raw = y = y[first:]  # raw: the run's values as told, for its best (the warp below is refitted each call)
+        run_start = min(n, state.run.start) if state.run is not None else 0  # the current run's results only
+        raw = y = y[run_start:]  # raw: the run's values as told, for its best (the warp below is refitted each call)
         if config.output_warp == "power" and y.shape[0]:  # the GP sees a monotone warp of y fitted to its window
             y = power_warp(y, y[-n_max:])
-        data = Data(X[first:], y, pending, n_max, first)
+        data = Data(X[run_start:], y, pending, n_max, run_start)
         demands = Demands.of(request, self.handles)  # None: nothing to respect, the unconstrained path
         if state.x_t is None:  # the first call: x_0 and its batch
             start = config.x0 if config.x0 is not None else [0.5] * d
@@ -258,7 +258,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             if demands is None:
                 return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"})
             if config.x0 is None and demands.delta is not None:  # safe mode: from the safest result
-                known = demands.safe_start(X, y)
+                known = demands.safe_start(data.X, data.y)
                 if known is None:  # the engine starts a safe study at a seed (x0) or at completed results
                     raise PolicyError("safe mode: no x0 and no completed point; nothing is known safe")
                 x_t = known
