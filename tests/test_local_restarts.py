@@ -3,6 +3,7 @@ one starts, what its GP sees, what is stored, and what a study may not combine w
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -12,6 +13,7 @@ from conftest import unique
 from localbo.policies import PolicyConfigError, get_policy
 from localbo.policies.local import Data, LocalPolicy, LocalState
 from localbo.policies.restarts import RunState, after_step, restart_point, stalled
+from policy_requests import make_request
 from test_local_policies import drive
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -150,3 +152,24 @@ def test_restarts_keep_every_point_inside_the_parameter_constraints(api: Any) ->
     view = api.get(f"{API}/{name}/policy").json()
     assert view["last_policy_error"] is None, view
     assert view["display"]["numbers"]["restarts"] >= 1, view["display"]["numbers"]
+
+
+def test_auto_refuses_a_restart_setting_for_its_local_policies_where_the_study_rules_it_out() -> None:
+    cls = get_policy("auto")
+    config = cls.Config.model_validate({"configs": {"minucb": {"restart_after": 3}}})
+    with pytest.raises(PolicyConfigError) as caught:
+        cls.check_needs("continuous", 30, frozenset({"constraints"}), config)
+    assert caught.value.field == "policy_config.configs.minucb.restart_after"
+    cls.check_needs("continuous", 30, frozenset(), config)  # one objective, nothing to respect: served
+
+
+def test_a_request_with_outcome_constraints_never_starts_a_run_whatever_the_config() -> None:
+    """The guard behind the 422: a config that reached a constrained study by another road does not restart."""
+    X = torch.rand(12, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    y = (X - 0.3).pow(2).sum(-1)
+    C = (X.sum(-1) - 2.5).reshape(-1, 1)
+    made = make_request("minucb", X, y, count=2, config={"restart_after": 1})
+    got = get_policy("minucb")().suggest(dataclasses.replace(made, C=C))
+    assert isinstance(got.state, LocalState) and got.state.run is None
+    plain = get_policy("minucb")().suggest(made)
+    assert isinstance(plain.state, LocalState) and plain.state.run is not None

@@ -187,6 +187,13 @@ class Auto(Policy[AutoConfig, AutoState]):
     @classmethod
     def check_needs(cls, kind: str, dim: int, needs: frozenset[str], config: AutoConfig | None = None) -> None:
         choose(kind, dim, needs, candidates=CHAINING_MAX_CANDIDATES + 1)  # raises when no preference serves
+        for name, raw in (config.configs if config is not None else {}).items():  # a setting the study rules out
+            inner = registry()[name]
+            try:
+                inner.check_needs(kind, dim, needs & inner.handles, inner.Config.model_validate(raw))
+            except PolicyConfigError as exc:
+                field = exc.field.removeprefix("policy_config.")
+                raise PolicyConfigError(f"policy_config.configs.{name}.{field}", str(exc).split(": ", 1)[-1]) from None
 
     @classmethod
     def _inner(cls, state: AutoState, config: AutoConfig) -> tuple[type[Policy[Any, Any]], Any, Any] | None:

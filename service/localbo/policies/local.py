@@ -243,7 +243,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             y = chebyshev(request.Y.to(dev, torch.float64), weights)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         state, n, n_max = request.state, X.shape[0], config.n_max or 5 * d
-        if config.restart_after is not None and state.run is None:
+        if config.restart_after is not None and state.run is None and restarts_serve(request):
             state = state.model_copy(update={"run": RunState()})
         run_start = min(n, state.run.start) if state.run is not None else 0  # the current run's results only
         raw = y = y[run_start:]  # raw: the run's values as told, for its best (the warp below is refitted each call)
@@ -460,6 +460,13 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
                 constraints=constraints,
             )
         return Suggestion(X=Z, state=state.model_copy(update={"phase": "top-up", "extra": state.extra + Z.shape[0]}))
+
+
+def restarts_serve(request: SuggestRequest[Any, Any]) -> bool:
+    """Whether a run may restart here (``check_needs`` refuses the rest at creation; a policy ``auto`` runs is
+    checked there too, this is the guard): one objective, nothing measured to respect, no safe mode."""
+    several = request.Y is not None and request.Y.shape[-1] > 1
+    return not several and request.C is None and request.X_failed is None and request.max_violation_probability is None
 
 
 def _constraint_numbers(kept: ConstraintState, last: dict[str, Scalar], n_complete: int) -> dict[str, Scalar]:
