@@ -42,22 +42,21 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
-from localbo.policies import failures, gp
+from localbo.policies import gp
 from localbo.policies.base import (
-    Box,
     Display,
     KernelKind,
     Policy,
     PolicyConfigError,
     PolicyError,
-    Progress,
     Suggestion,
     SuggestRequest,
 )
 from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
-from localbo.policies.local_state import LocalConfig, LocalState, Scalar, _extend_path, _samples
+from localbo.policies.local_display import local_display
+from localbo.policies.local_state import LocalConfig, LocalState, _extend_path, _samples
 from localbo.policies.restarts import RunState, after_step, restart_point, stalled
 from localbo.policies.scalarise import chebyshev, step_weights
 from localbo.policies.warping import power_warp
@@ -137,37 +136,11 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
 
     @classmethod
     def display(cls, state: LocalState, config: LocalConfigT, n_complete: int) -> Display | None:
-        """The iteration: its phase and batch progress, x_t, the exploration box, the path, the step and the GP."""
+        """The iteration: its phase and batch progress, x_t, the exploration box, the path, the step and the GP
+        (``local_display.py``)."""
         if state.x_t is None:
             return Display(phase="not started")
-        done = max(0, min(state.batch, n_complete - state.n_start))
-        if done >= state.batch:
-            phase = "step pending"  # the batch is in: the next plan fits the GP and steps
-        else:
-            phase = "exploration batch" if state.phase == "batch" else "top-up"
-        lower, upper = cls.fallback_box(state, config, len(state.x_t))
-        last = state.path[-1].info if state.path else {}
-        numbers: dict[str, float | int | str | None] = {"iteration": state.t, "top-up points": state.extra}
-        for key in ("event", "step_norm", "trace_after"):
-            value = last.get(key)
-            if value is not None and not isinstance(value, bool):
-                numbers[key] = value
-        if state.hypers is not None:
-            numbers["gp noise"] = round(state.hypers.noise, 6)
-            numbers["gp mean lengthscale"] = round(sum(state.hypers.lengthscale) / len(state.hypers.lengthscale), 6)
-        if state.constraints is not None:
-            numbers.update(_constraint_numbers(state.constraints, last, n_complete))
-        if state.run is not None:
-            numbers["restarts"] = state.run.restarts
-            numbers["steps without improvement"] = state.run.stale
-        return Display(
-            phase=phase,
-            progress=Progress(done=done, total=state.batch, label="exploration batch"),
-            centre=list(state.x_t),
-            box=Box(lower=lower, upper=upper),
-            path=[list(p.x) for p in state.path],
-            numbers=numbers,
-        )
+        return local_display(state, cls.fallback_box(state, config, len(state.x_t)), n_complete)
 
     @abstractmethod
     def step(self, model: Any, x_t: Tensor, config: LocalConfigT) -> tuple[Tensor, dict[str, Any]]:
@@ -467,24 +440,3 @@ def restarts_serve(request: SuggestRequest[Any, Any]) -> bool:
     checked there too, this is the guard): one objective, nothing measured to respect, no safe mode."""
     several = request.Y is not None and request.Y.shape[-1] > 1
     return not several and request.C is None and request.X_failed is None and request.max_violation_probability is None
-
-
-def _constraint_numbers(kept: ConstraintState, last: dict[str, Scalar], n_complete: int) -> dict[str, Scalar]:
-    """The display's lines about the constraints: feasible share, active constraint, PF at x_t, the safe share of
-    the local box, the failure model, how the centre moved."""
-    numbers: dict[str, Scalar] = {}
-    if kept.feasible_share is not None:
-        numbers["feasible share"] = round(kept.feasible_share, 4)
-    if kept.active_constraint is not None:
-        numbers["active constraint"] = kept.active_constraint
-    if kept.feasibility is not None:
-        numbers["P(feasible) at x_t"] = round(kept.feasibility, 4)
-    if kept.max_violation_probability is not None:
-        numbers["max violation probability"] = kept.max_violation_probability
-        numbers["safe share of the box"] = kept.safe_share
-    if kept.n_failed:
-        numbers["failure model"] = failures.describe(kept.n_failed, n_complete + kept.n_failed)
-    centre = last.get("centre")
-    if isinstance(centre, str):
-        numbers["centre"] = centre
-    return numbers
