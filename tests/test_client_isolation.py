@@ -50,7 +50,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("live_server", ["sqlite"], indirect=True)
 def test_client_imports_and_works_with_only_httpx(live_server) -> None:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, live_server.url, ",".join(BLOCKED)],

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TOL = Polytope.TOLERANCE
 SMALL: dict[str, dict[str, Any]] = {
     "morbo": {"candidates": 128},
-    "qlognehvi": {"num_restarts": 2, "raw_samples": 32, "mc_samples": 32, "maxiter": 30},
+    "qlognehvi": {"num_restarts": 1, "raw_samples": 32, "mc_samples": 32, "maxiter": 15},
     "morbo-lognehvi": {"acquisition": "lognehvi", "regions": 2},  # morbo's qLogNEHVI picks
 }
 BRANIN_CURRIN_REF = torch.tensor([18.0, 6.0], dtype=torch.float64)  # BoTorch's, in minimised units
