@@ -16,13 +16,6 @@ import pytest
 from harness.processes import ServerProcess
 from sqlalchemy import create_engine, text
 
-# The suite runs on two processes (pytest-xdist), each beside the servers, workers and benchmarks it starts. With
-# torch's default of a thread per core, those processes' OpenMP and MKL pools wait on each other's cores: one
-# thread each does the same work in about 12 % less CPU on two cores. Set before anything loads torch (test
-# modules are imported after this file) and inherited by every child process; a value given outside is kept.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 PG_ADMIN_URL = os.environ.get("LOCALBO_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgres"]
 
