@@ -29,20 +29,20 @@ function pagerWords(key, desc, names) {
   return desc ? pair : [pair[1], pair[0]];
 }
 
-function reasonCell(reason, number, opened) {
+function reasonCell(reason, number) {
   if (!reason) return "";
   if (reason.length <= SHORT_REASON) return html`<div class="reason" data-testid="reason">${reason}</div>`;
-  return html`<details class="reason" data-testid="reason" data-number="${number}" ${opened.has(number) ? "open" : ""}><summary>${reason.slice(
+  return html`<details class="reason" data-testid="reason" data-number="${number}"><summary>${reason.slice(
     0,
     SHORT_REASON,
   )}…</summary><div class="reason-full">${reason}</div></details>`;
 }
 
 // a trial's note in its row: in full when short, else the start of it, expandable (as a long failure reason)
-function noteCell(note, number, opened) {
+function noteCell(note, number) {
   if (!note) return html`<td data-testid="note-cell"></td>`;
   if (note.length <= SHORT_REASON) return html`<td data-testid="note-cell"><div class="note-text">${note}</div></td>`;
-  return html`<td data-testid="note-cell"><details class="note" data-note="${number}" ${opened.has(number) ? "open" : ""}><summary>${note.slice(
+  return html`<td data-testid="note-cell"><details class="note" data-note="${number}"><summary>${note.slice(
     0,
     SHORT_REASON,
   )}…</summary><div class="note-text">${note}</div></details></td>`;
@@ -71,6 +71,7 @@ export function mount(el, study) {
   const opened = new Set(); // trial numbers whose long failure reason the viewer expanded (kept over redraws)
   const openedNotes = new Set(); // and whose long note
   let drawnKey = "";
+  let drawnHtml = ""; // the markup in the table now: a redraw to the same markup leaves the DOM alone
   let sources = ""; // the source options drawn, and the trials' version they were read at
   let sourcesRead = -1;
   const exportLink = (format, label) => html`<a data-export="${format}" href="#">${label}</a>`;
@@ -278,7 +279,6 @@ export function mount(el, study) {
         return html`<tr data-number="${i + 1}" class="${rowClass}"${FALLBACKS.has(data.source[i]) ? html` data-fallback="1"` : ""}><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
           data.reasons[String(i + 1)],
           i + 1,
-          opened,
         )}</td><td class="num">${fmt(data.value[i])}</td>${
           constraints.length
             ? html`<td data-testid="feasible">${
@@ -290,16 +290,14 @@ export function mount(el, study) {
         }${finite ? html`<td data-testid="candidate">${candidate ?? ""}</td>` : ""}${shown.map(
           (_, j) => html`<td class="num">${data.x[i] ? cell(fromUnit(specs[j], data.x[i][j])) : ""}</td>`,
         )}<td>${sourceBadge(data.source[i])}</td><td class="nowrap">${done ? dateTime(done) : ""}</td>${
-          noted ? noteCell(notes[String(i + 1)], i + 1, openedNotes) : ""
+          noted ? noteCell(notes[String(i + 1)], i + 1) : ""
         }</tr>`;
       });
       const [up, down] = pagerWords(sortKey, view.desc, names);
       // keep the keyboard where it was: the sort button or pager button the viewer pressed
       const focused = document.activeElement;
       const refocus = focused && table.contains(focused) ? (focused.dataset.sort ? `[data-sort="${focused.dataset.sort}"]` : focused.dataset.page ? `[data-page="${focused.dataset.page}"]` : null) : null;
-      render(
-        table,
-        html`<div class="scroll"><table class="grid" data-testid="trials"><thead><tr>${head("number", "#")}${head("state", "state")}${head("value", "value")}${
+      const markup = html`<div class="scroll"><table class="grid" data-testid="trials"><thead><tr>${head("number", "#")}${head("state", "state")}${head("value", "value")}${
           constraints.length ? html`${head("feasible", "feasible")}${constraints.map((c, k) => head(`constraint:${k}`, constraintText(c)))}` : ""
         }${
           finite ? head("candidate", "candidate") : ""
@@ -307,8 +305,15 @@ export function mount(el, study) {
         ${rows.length ? "" : html`<p class="empty" data-testid="table-empty">${total ? "No trials match." : "No trials yet."}</p>`}
         <div class="pager"><button type="button" data-page="-1" ${view.page === 0 ? "disabled" : ""}>‹ ${up}</button>
         <span>page ${view.page + 1} of ${pages} · ${rows.length} trials${names.length > shown.length ? ` · first ${shown.length} of ${names.length} parameters shown (all in the export)` : ""}</span>
-        <button type="button" data-page="1" ${view.page >= pages - 1 ? "disabled" : ""}>${down} ›</button></div>`,
-      );
+        <button type="button" data-page="1" ${view.page >= pages - 1 ? "disabled" : ""}>${down} ›</button></div>`;
+      // the stream resends what finished at its cursor: a redraw with nothing new must not replace the rows under
+      // the viewer's pointer (a click whose press and release land on different nodes is lost); what the viewer
+      // opened is their state, not the markup's, and is reopened after a redraw
+      if (markup.text === drawnHtml) return;
+      drawnHtml = markup.text;
+      render(table, markup);
+      for (const d of table.querySelectorAll("details[data-number]")) d.open = opened.has(Number(d.dataset.number));
+      for (const d of table.querySelectorAll("details[data-note]")) d.open = openedNotes.has(Number(d.dataset.note));
       if (refocus) {
         const again = table.querySelector(refocus);
         if (again && !again.disabled) again.focus();
