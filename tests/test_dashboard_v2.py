@@ -269,6 +269,24 @@ def test_the_trials_table_keeps_its_rows_when_the_stream_resends_what_it_shows_a
     assert row.locator(".reason-full").is_visible()  # what the viewer opened stays open over the redraw
 
 
+def test_the_studies_list_is_not_redrawn_when_its_timer_finds_nothing_new(server: ServerProcess, page: Any) -> None:
+    # the list redraws every 10 s for the ages it shows; with the same markup it keeps its nodes (and a click on them)
+    api, name = Api(server.url), unique("quiet")
+    api.create(name)
+    api.tell(name, api.ask(name)["number"], 1.0)
+    # the page's clock three hours on, its timers run forward below instead of waited for: its ages ("3 h ago") do
+    # not change in the 25 s run
+    page.clock.install(time=time.time() + 3 * 3600)
+    open_page(page, server.url)
+    page.get_by_test_id("studies").get_by_role("link", name=name).wait_for()
+    page.evaluate("""() => {
+      window.listRedraws = 0;
+      new MutationObserver(() => window.listRedraws++).observe(document.getElementById('studies'), {childList: true});
+    }""")
+    page.clock.run_for(25_000)  # two ticks of its 10 s timer
+    assert page.evaluate("window.listRedraws") == 0
+
+
 def test_the_trial_page_shows_client_times_lease_and_source_live(server: ServerProcess, page: Any) -> None:
     api, name = Api(server.url), unique("trialpage")
     api.create(name)

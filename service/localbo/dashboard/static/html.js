@@ -28,9 +28,22 @@ export function html(strings, ...values) {
   return new Safe(out);
 }
 
+const drawn = new WeakMap(); // element -> the markup renderChanged last put there
+
 // Puts a template's result into an element (the only innerHTML assignment the dashboard makes).
 export function render(element, fragment) {
   if (!(fragment instanceof Safe)) throw new TypeError("render: expected an html`` result");
   element.innerHTML = fragment.text;
+  drawn.delete(element);
   return element;
+}
+
+// As render, but an element that already holds this markup is left alone, so that a live redraw with nothing new
+// keeps the nodes under the viewer's pointer (a click pressed on one node and released on its replacement is lost),
+// their focus and selection. Returns whether it drew.
+export function renderChanged(element, fragment) {
+  if (drawn.get(element) === fragment.text) return false;
+  render(element, fragment);
+  drawn.set(element, fragment.text);
+  return true;
 }

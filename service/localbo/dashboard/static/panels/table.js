@@ -6,7 +6,7 @@
 // note's text, all at once and with the study's brushed selection; they live in the page's URL (router.setQuery).
 
 import { API, get, server } from "../api.js";
-import { html, render } from "../html.js";
+import { html, render, renderChanged } from "../html.js";
 import { cell, constraintText, dateTime, fmt, fromUnit, meets } from "../format.js";
 import { sourceBadge, sourceText } from "../source.js";
 import { FALLBACKS } from "../charts.js";
@@ -71,7 +71,6 @@ export function mount(el, study) {
   const opened = new Set(); // trial numbers whose long failure reason the viewer expanded (kept over redraws)
   const openedNotes = new Set(); // and whose long note
   let drawnKey = "";
-  let drawnHtml = ""; // the markup in the table now: a redraw to the same markup leaves the DOM alone
   let sources = ""; // the source options drawn, and the trials' version they were read at
   let sourcesRead = -1;
   const exportLink = (format, label) => html`<a data-export="${format}" href="#">${label}</a>`;
@@ -306,12 +305,9 @@ export function mount(el, study) {
         <div class="pager"><button type="button" data-page="-1" ${view.page === 0 ? "disabled" : ""}>‹ ${up}</button>
         <span>page ${view.page + 1} of ${pages} · ${rows.length} trials${names.length > shown.length ? ` · first ${shown.length} of ${names.length} parameters shown (all in the export)` : ""}</span>
         <button type="button" data-page="1" ${view.page >= pages - 1 ? "disabled" : ""}>${down} ›</button></div>`;
-      // the stream resends what finished at its cursor: a redraw with nothing new must not replace the rows under
-      // the viewer's pointer (a click whose press and release land on different nodes is lost); what the viewer
-      // opened is their state, not the markup's, and is reopened after a redraw
-      if (markup.text === drawnHtml) return;
-      drawnHtml = markup.text;
-      render(table, markup);
+      // the stream resends what finished at its cursor: the same rows are not redrawn; what the viewer opened is
+      // their state, not the markup's, and is reopened after a redraw
+      if (!renderChanged(table, markup)) return;
       for (const d of table.querySelectorAll("details[data-number]")) d.open = opened.has(Number(d.dataset.number));
       for (const d of table.querySelectorAll("details[data-note]")) d.open = openedNotes.has(Number(d.dataset.note));
       if (refocus) {

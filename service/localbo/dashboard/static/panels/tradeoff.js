@@ -2,7 +2,7 @@
 // .../pareto), its number (a link to its page) and each objective's value; sortable by any column with the
 // header buttons (mouse or keyboard), the column's direction in aria-sort. Hidden on a single-objective study.
 
-import { html, render } from "../html.js";
+import { html, render, renderChanged } from "../html.js";
 import { fmt } from "../format.js";
 import { directionWord } from "../objectives.js";
 
@@ -45,7 +45,7 @@ export function mount(el, study) {
       el.querySelector("[data-testid=tradeoff-note]").textContent = study.pareto
         ? `${trials.length} trials: none is better in every objective than another`
         : "";
-      render(
+      const drew = renderChanged(
         box,
         html`<div class="scroll"><table class="grid compact" data-testid="tradeoff"><thead><tr>${head("number", "trial")}${objectives.map((o, j) =>
           head(String(j), `${o.metric} (${directionWord(o.direction)})`),
@@ -57,7 +57,7 @@ export function mount(el, study) {
           study.pareto && !trials.length ? html`<p class="empty" data-testid="tradeoff-empty">No trial on the front yet.</p>` : ""
         }`,
       );
-      if (focused) box.querySelector(`[data-sort="${focused}"]`)?.focus();
+      if (drew && focused) box.querySelector(`[data-sort="${focused}"]`)?.focus();
     },
   };
 }

@@ -4,7 +4,7 @@
 // of a best value (it has none).
 
 import { get, subscribe } from "../api.js";
-import { html, render } from "../html.js";
+import { html, render, renderChanged } from "../html.js";
 import { ago, dateTime, duration, fmt } from "../format.js";
 import { STALL_FACTOR, liveness, summaryStall } from "../liveness.js";
 import { directionWord, objectiveLabel, several } from "../objectives.js";
@@ -105,7 +105,7 @@ export const listView = {
       bar.hidden = studies.length < 2;
       // redrawing the rows keeps a focused tick box focused
       const focused = document.activeElement?.dataset?.pick ?? null;
-      render(
+      const drew = renderChanged(
         list,
         studies.length
           ? html`<div class="scroll"><table class="grid" data-testid="studies"><thead><tr><th scope="col" title="tick 2 to ${String(MAX_COMPARED)} studies, then Compare">compare</th><th scope="col">name</th><th scope="col">policy</th><th scope="col">direction</th>
@@ -116,7 +116,7 @@ export const listView = {
           : html`<p>No studies yet. Create one with the Python client or <code>POST /api/v1/studies</code>.</p>`,
       );
       root.querySelector("#list-note").textContent = `${studies.length} studies`;
-      if (focused !== null) [...list.querySelectorAll("input[data-pick]")].find((b) => b.dataset.pick === focused)?.focus();
+      if (drew && focused !== null) [...list.querySelectorAll("input[data-pick]")].find((b) => b.dataset.pick === focused)?.focus();
       if (chosen.size < before) say(counted());
     };
     let current = (await get("studies", { signal })).studies;
