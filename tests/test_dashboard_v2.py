@@ -174,14 +174,21 @@ def test_the_study_page_and_list_say_when_the_last_result_came_and_trials_since_
 # -- failures --------------------------------------------------------------------------------------
 
 
-def test_a_failure_reason_is_fully_readable_in_the_table_the_tooltip_and_the_trial_page(
-    server: ServerProcess, page: Any
-) -> None:
-    api, name = Api(server.url), unique("failing")
+def study_with_a_failure(api: Api, prefix: str) -> tuple[str, dict]:
+    """A new study with trial 1 complete and trial 2 failed with LONG_REASON; its name and trial 2."""
+    name = unique(prefix)
     api.create(name)
     api.tell(name, api.ask(name)["number"], 1.0)
     failed = api.ask(name)
     api.fail(name, failed["number"], LONG_REASON)
+    return name, failed
+
+
+def test_a_failure_reason_is_fully_readable_in_the_table_the_tooltip_and_the_trial_page(
+    server: ServerProcess, page: Any
+) -> None:
+    api = Api(server.url)
+    name, failed = study_with_a_failure(api, "failing")
     api.tell(name, api.ask(name)["number"], 2.0)
     open_page(page, server.url, f"#/study/{name}", view="study")
     row = page.get_by_test_id("trials").locator(f"tbody tr[data-number='{failed['number']}']")
@@ -249,11 +256,8 @@ def test_the_trials_table_keeps_its_rows_when_the_stream_resends_what_it_shows_a
     # the stream's first read resends the trials finished just before the page's own read (its clock slack): the
     # table drew them already, and replacing its rows under the pointer loses a click pressed on the old link and
     # released on the new one (a flake of the test above, under load)
-    api, name = Api(server.url), unique("resent")
-    api.create(name)
-    api.tell(name, api.ask(name)["number"], 1.0)
-    failed = api.ask(name)
-    api.fail(name, failed["number"], LONG_REASON)
+    api = Api(server.url)
+    name, failed = study_with_a_failure(api, "resent")
     open_page(page, server.url, f"#/study/{name}", view="study")
     page.evaluate("""() => {
       window.tableRedraws = 0;
