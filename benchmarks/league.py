@@ -48,7 +48,9 @@ SOURCES = [
     # policy "auto", the default (issue 29): minucb with the warp at d = 25 to 100, as at the current code
     ("auto_batches_of_d", RESULTS / "league_runs"),
     ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
-    ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer at the current code
+    ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer (3 seeds, d6aa2b2)
+    # Swimmer, every method but gpsampler and mpd at 5 seeds (the issue's count) at one commit: these replace the above
+    ("mujoco", RESULTS / "league_runs" / "mujoco5"),
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
@@ -58,7 +60,8 @@ TURBO_CONFIG = '{"batch_size": 5}'
 
 MUJOCO_WHY = {
     "turbo": "TuRBO on Hopper slowed to ~3 s an episode some 700 episodes into each run (its GP on all of the "
-    "region's data at d = 33): hours on 2 cores; stopped",
+    "region's data at d = 33); at 2026-11-28's code (its GPs on the 500 results nearest the centre) still 2.9 s an "
+    "episode per run 660 episodes in (two runs side by side, 11 min): over an hour for 5 runs on 2 cores; stopped",
     "gpsampler": "Optuna's GPSampler took 414 s a run of 500 at d = 25 here; 1,000 episodes at d = 33: hours",
     "mpd": "MPD took 1,143 s a run of 500 at d = 25 here (before the bounded refit); not run since",
 }
@@ -68,8 +71,8 @@ def command_for(instance: str, method: str) -> tuple[str, str]:
     """The command that would make the missing row, and why it was not run this session."""
     if instance in MUJOCO:
         return (
-            f"benchmarks/mujoco_rl.py --tasks {instance} --methods {method} --seeds 3 --jobs 2 "
-            "--out benchmarks/results/league_runs/mujoco --resume",
+            f"benchmarks/mujoco_rl.py --tasks {instance} --methods {method} --seeds 5 --jobs 2 "
+            "--out benchmarks/results/league_runs/mujoco5 --resume",
             MUJOCO_WHY.get(method, "MuJoCo runs take 5-30 min each on 2 cores; not run this session"),
         )
     config = f" --policy-config 'turbo={TURBO_CONFIG}'" if method == "turbo" else ""
