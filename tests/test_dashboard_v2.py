@@ -174,6 +174,22 @@ def test_the_study_page_and_list_say_when_the_last_result_came_and_trials_since_
 # -- failures --------------------------------------------------------------------------------------
 
 
+def count_redraws(page: Any, element_id: str) -> None:
+    """From now on, count the times the element's children are replaced (a redraw by ``render``)."""
+    page.evaluate(
+        """(id) => {
+      window.redraws = window.redraws || {};
+      window.redraws[id] = 0;
+      new MutationObserver(() => window.redraws[id]++).observe(document.getElementById(id), {childList: true});
+    }""",
+        element_id,
+    )
+
+
+def redraws(page: Any, element_id: str) -> int:
+    return page.evaluate("(id) => window.redraws[id]", element_id)
+
+
 def study_with_a_failure(api: Api, prefix: str) -> tuple[str, dict]:
     """A new study with trial 1 complete and trial 2 failed with LONG_REASON; its name and trial 2."""
     name = unique(prefix)
@@ -259,17 +275,14 @@ def test_the_trials_table_keeps_its_rows_when_the_stream_resends_what_it_shows_a
     api = Api(server.url)
     name, failed = study_with_a_failure(api, "resent")
     open_page(page, server.url, f"#/study/{name}", view="study")
-    page.evaluate("""() => {
-      window.tableRedraws = 0;
-      new MutationObserver(() => window.tableRedraws++).observe(document.getElementById('table'), {childList: true});
-    }""")
+    count_redraws(page, "table")
     row = page.get_by_test_id("trials").locator(f"tbody tr[data-number='{failed['number']}']")
     row.get_by_test_id("reason").locator("summary").click()
     assert row.locator(".reason-full").is_visible()
     # a real change after the resend (the stream sends in order): the table is redrawn once, for the new row
     api.tell(name, api.ask(name)["number"], 2.0)
     page.get_by_test_id("trials").locator("tbody tr[data-number='3']").wait_for()
-    assert page.evaluate("window.tableRedraws") == 1
+    assert redraws(page, "table") == 1
     assert row.locator(".reason-full").is_visible()  # what the viewer opened stays open over the redraw
 
 
@@ -283,12 +296,9 @@ def test_the_studies_list_is_not_redrawn_when_its_timer_finds_nothing_new(server
     page.clock.install(time=time.time() + 3 * 3600)
     open_page(page, server.url)
     page.get_by_test_id("studies").get_by_role("link", name=name).wait_for()
-    page.evaluate("""() => {
-      window.listRedraws = 0;
-      new MutationObserver(() => window.listRedraws++).observe(document.getElementById('studies'), {childList: true});
-    }""")
+    count_redraws(page, "studies")
     page.clock.run_for(25_000)  # two ticks of its 10 s timer
-    assert page.evaluate("window.listRedraws") == 0
+    assert redraws(page, "studies") == 0
 
 
 def test_the_trial_page_shows_client_times_lease_and_source_live(server: ServerProcess, page: Any) -> None:
@@ -307,6 +317,23 @@ def test_the_trial_page_shows_client_times_lease_and_source_live(server: ServerP
     assert page.get_by_test_id("trial-completed").inner_text() != "not yet"
     open_page(page, server.url, f"#/study/{name}/trial/99", view="error")
     assert "not found" in page.locator("[role=alert]").inner_text()
+
+
+def test_an_open_trial_page_is_redrawn_only_when_something_on_it_changed(server: ServerProcess, page: Any) -> None:
+    # an open trial's page redraws every 10 s for its lease's clock; a redraw with the same markup would drop the
+    # viewer's selection and a click in progress
+    api, name = Api(server.url), unique("opentrial")
+    api.create(name)
+    trial = api.ask(name)
+    page.clock.install(time=time.time() + 3 * 3600)  # past its lease: "3 h ago" does not move in the 25 s below
+    open_page(page, server.url, f"#/study/{name}/trial/{trial['number']}", view="trial")
+    count_redraws(page, "main")
+    page.clock.run_for(25_000)  # two ticks of its 10 s timer
+    assert redraws(page, "main") == 0
+    api.tell(name, trial["number"], 0.5)  # something new: drawn
+    page.wait_for_function("document.querySelector('[data-testid=trial-state]').textContent === 'complete'")
+    assert redraws(page, "main") == 1
+    assert page.get_by_test_id("trial-value").inner_text() == "0.5"
 
 
 # -- finite studies --------------------------------------------------------------------------------

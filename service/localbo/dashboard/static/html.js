@@ -40,9 +40,10 @@ export function render(element, fragment) {
 
 // As render, but an element that already holds this markup is left alone, so that a live redraw with nothing new
 // keeps the nodes under the viewer's pointer (a click pressed on one node and released on its replacement is lost),
-// their focus and selection. Returns whether it drew.
-export function renderChanged(element, fragment) {
-  if (drawn.get(element) === fragment.text) return false;
+// their focus and selection. ``always``: draw even so (a view's first draw, whose listeners are its own). Returns
+// whether it drew.
+export function renderChanged(element, fragment, { always = false } = {}) {
+  if (!always && drawn.get(element) === fragment.text) return false;
   render(element, fragment);
   drawn.set(element, fragment.text);
   return true;

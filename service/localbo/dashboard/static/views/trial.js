@@ -6,7 +6,7 @@
 // item 6) under its state, with an editor when the viewer's token may write (GET .../access).
 
 import { HttpError, get, subscribe } from "../api.js";
-import { html, render } from "../html.js";
+import { html, renderChanged } from "../html.js";
 import { dateTime, exact, fmt, meets, opText, relative, toMs } from "../format.js";
 import { ready, setLive } from "../shell.js";
 import { directionWord, several } from "../objectives.js";
@@ -98,7 +98,9 @@ export const trialView = {
         t.feasible === true || t.feasible === false
           ? html`<span class="badge ${t.feasible ? "feasible" : "infeasible"}">${t.feasible ? "feasible" : "infeasible"}</span>`
           : null;
-      render(
+      // the ageing timer and the stream redraw an open trial: with nothing new on it, its nodes (and the viewer's
+      // click or selection on them) stay, and so do the listeners wired below
+      const drew = renderChanged(
         root,
         html`<h1 tabindex="-1">Trial ${t.number} of ${name}</h1>
         <p class="meta"><a href="${studyLink}">back to the study</a>${
@@ -137,7 +139,9 @@ export const trialView = {
           <p class="dim">Everything the API holds for this trial (GET …/trials/${t.number}), as it sent it.</p>
           <div class="scroll">${attrsTable(t, { testid: "trial-attrs" })}</div>
         </section>`,
+        { always: force },
       );
+      if (!drew) return;
       const form = root.querySelector("[data-testid=trial-note-form]");
       if (form) {
         wireNoteForm(form, {
@@ -174,7 +178,7 @@ export const trialView = {
       }
     };
     await readFront();
-    draw(trial);
+    draw(trial, true);
     ready("trial");
     // an open trial changes: its state, value and lease come live; the lease's clock ages on screen; a note
     // written elsewhere shows when the study's notes_version moves
