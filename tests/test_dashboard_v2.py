@@ -319,6 +319,22 @@ def test_the_trial_page_shows_client_times_lease_and_source_live(server: ServerP
     assert "not found" in page.locator("[role=alert]").inner_text()
 
 
+def test_the_study_pages_ageing_tick_leaves_the_open_trials_and_liveness_alone_when_no_age_moved(
+    server: ServerProcess, page: Any
+) -> None:
+    api, name = Api(server.url), unique("ticking")
+    api.create(name)
+    api.tell(name, api.ask(name)["number"], 1.0)
+    running = api.ask(name)
+    page.clock.install(time=time.time() + 3 * 3600)  # the ages read in hours: none moves in the 25 s below
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    page.get_by_test_id("open-trials").locator(f"a[href$='/trial/{running['number']}']").wait_for()
+    for panel in ("open-panel", "liveness"):
+        count_redraws(page, panel)
+    page.clock.run_for(25_000)  # two ticks of the page's 10 s timer (the open trials are read again)
+    assert [redraws(page, panel) for panel in ("open-panel", "liveness")] == [0, 0]
+
+
 def test_an_open_trial_page_is_redrawn_only_when_something_on_it_changed(server: ServerProcess, page: Any) -> None:
     # an open trial's page redraws every 10 s for its lease's clock; a redraw with the same markup would drop the
     # viewer's selection and a click in progress

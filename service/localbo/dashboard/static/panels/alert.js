@@ -6,7 +6,7 @@
 //   fallback   how many trials were fallback points (sources "fallback" and "fallback-safe"), and of how many
 // The lines are marked with data-testid trouble-stall, trouble-lease, policy-error and trouble-fallback.
 
-import { html, render } from "../html.js";
+import { html, renderChanged } from "../html.js";
 import { FALLBACKS } from "../charts.js";
 import { duration, toMs } from "../format.js";
 import { STALL_FACTOR, STALL_FLOOR_S, liveness, resultTimes, stall, typicalGap } from "../liveness.js";
@@ -33,7 +33,6 @@ export function studyStall(study, now = Date.now()) {
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 export function mount(el, study) {
-  let drawn = "";
   el.addEventListener("click", (event) => {
     const to = event.target.closest("[data-scroll]");
     if (!to) return;
@@ -90,9 +89,7 @@ export function mount(el, study) {
         } instead of the policy's choice. They are ringed in the values chart and badged in the table.</li>`);
     }
     const markup = items.length ? html`<ul class="trouble" data-testid="trouble">${items}</ul>` : html``;
-    if (markup.text === drawn) return;
-    drawn = markup.text;
-    render(el, markup);
+    if (!renderChanged(el, markup)) return;
     el.dataset.trouble = items.length ? String(items.length) : "";
   };
   return { render: draw, tick: draw };

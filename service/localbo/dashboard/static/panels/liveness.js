@@ -1,7 +1,7 @@
 // Is it alive, is it stuck: time since the last result, trials since the last improvement, results per
 // hour, and (finite studies) the candidates left.
 
-import { html, render } from "../html.js";
+import { html, renderChanged } from "../html.js";
 import { ago, dateTime, duration, fmt } from "../format.js";
 import { liveness } from "../liveness.js";
 import { studyStall } from "./alert.js";
@@ -15,7 +15,7 @@ export function mount(el, study) {
     const stopped = studyStall(study);
     const item = (label, value, id, title = "") =>
       html`<div class="live-item"><dt>${label}</dt><dd data-testid="${id}" title="${title}">${value}</dd></div>`;
-    render(
+    renderChanged(
       el,
       html`<dl class="liveness-row${stopped.stopped ? " warn" : ""}" data-stopped="${stopped.stopped ? "1" : "0"}">
         ${item("last result", live.lastResultAt === null ? "none yet" : ago(live.lastResultAt), "last-result", live.lastResultAt === null ? "" : dateTime(live.lastResultAt))}

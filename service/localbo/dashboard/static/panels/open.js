@@ -2,7 +2,7 @@
 // (client_id), its age, when its lease expires; stale ones and those whose lease has run out highlighted.
 
 import { get } from "../api.js";
-import { html, render } from "../html.js";
+import { html, render, renderChanged } from "../html.js";
 import { ago, dateTime, relative, toMs } from "../format.js";
 
 const LIMIT = 200;
@@ -55,7 +55,8 @@ export function mount(el, study) {
       </tr>`;
     });
     const count = trials?.length ?? 0;
-    render(
+    // the 10 s tick redraws it for the ages: with none moved, its links stay under the pointer
+    renderChanged(
       el,
       html`<div class="panel-head"><h2 id="open-title">Open trials</h2>
         <span class="dim" data-testid="open-count">${count} open${count >= LIMIT ? ` (the first ${LIMIT} of each state)` : ""}${
