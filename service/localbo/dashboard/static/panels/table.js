@@ -71,8 +71,7 @@ export function mount(el, study) {
   const opened = new Set(); // trial numbers whose long failure reason the viewer expanded (kept over redraws)
   const openedNotes = new Set(); // and whose long note
   let drawnKey = "";
-  let sources = ""; // the source options drawn, and the trials' version they were read at
-  let sourcesRead = -1;
+  let sourcesRead = -1; // the trials' version the source options were read at
   const exportLink = (format, label) => html`<a data-export="${format}" href="#">${label}</a>`;
   render(
     el,
@@ -185,17 +184,14 @@ export function mount(el, study) {
     render() {
       setExportLinks();
       const { data, names, specs } = study;
-      // nothing to redraw when neither the trials nor the order changed (keeps focus, selection, scroll)
       // the sources seen so far, as options (the chosen one kept even before a trial of it shows up)
       if (data.version !== sourcesRead) {
         sourcesRead = data.version;
         const seen = [...new Set([...data.source, view.filters.source])].filter(Boolean).sort();
-        if (seen.join("|") !== sources) {
-          sources = seen.join("|");
-          render(input("source"), html`<option value="">all</option>${seen.map((s) => html`<option value="${s}">${sourceText(s)}</option>`)}`);
-          input("source").value = view.filters.source;
-        }
+        const options = html`<option value="">all</option>${seen.map((s) => html`<option value="${s}">${sourceText(s)}</option>`)}`;
+        if (renderChanged(input("source"), options)) input("source").value = view.filters.source;
       }
+      // nothing to redraw when neither the trials nor the order changed (keeps focus, selection, scroll)
       const filters = JSON.stringify(view.filters);
       const key = [data.version, view.sort, view.desc, view.page, filters, study.notesVersion, study.brushed ? "brushed" : ""].join("|");
       if (key === drawnKey && !study.brushed) return;
