@@ -56,7 +56,7 @@ from localbo.policies.exploration import explore, local_box
 from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
 from localbo.policies.local_display import local_display
-from localbo.policies.local_state import LocalConfig, LocalState, _extend_path, _samples
+from localbo.policies.local_state import LocalConfig, LocalState, _extend_path, _samples, last_batch_improved
 from localbo.policies.restarts import RunState, after_step, restart_point, stalled
 from localbo.policies.scalarise import chebyshev, step_weights
 from localbo.policies.warping import power_warp
@@ -250,16 +250,19 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             if stalled(run, config.restart_after):
                 return self._restart(request, X, data, state, t + 1, run, demands)
             state = state.model_copy(update={"run": run})
+        improved = last_batch_improved(raw, state.n_start - run_start)  # for batch_growth "on_stall"
         model = self._fit(data, config, state.hypers, _seed(request.seed, t + 1, 0), t + 1)
         if demands is None:
             x_next, info = self.step(model, x_t, config)
-            return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), {"event": "step", **info})
+            info = {"event": "step", **info}
+            return self._iteration(request, data, state, t + 1, x_next, gp.to_state(model), info, improved=improved)
         fitted = self._constraints(request, data, demands, state, t + 1, fit=True)
         x_star, info, merit = self.constrained_step(model, x_t, config, fitted)
         x_next, moved = fitted.centre(x_t, x_star, merit, data.X[-n_max:], data.y[-n_max:])
         info = {**info, **moved, "step_norm": float((x_next - x_t).norm())}
         hypers = gp.to_state(model)
-        return self._iteration(request, data, state, t + 1, x_next, hypers, {"event": "step", **info}, fitted)
+        info = {"event": "step", **info}
+        return self._iteration(request, data, state, t + 1, x_next, hypers, info, fitted, improved=improved)
 
     def _restart(
         self,
@@ -355,9 +358,12 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         hypers: gp.Hypers | None,
         info: dict[str, Any],
         constraints: Constraints | None = None,
+        *,
+        improved: bool = True,
     ) -> Suggestion:
         """The batch of iteration t: b1 copies of x_t, then the exploration points around x_t (only x_t in safe
-        mode while there is nothing to model the constraints with)."""
+        mode while there is nothing to model the constraints with); ``improved``: whether the last batch improved
+        the best value (``_samples``)."""
         config, d = request.config, request.dim
         b1 = self.resamples(config)
         head = x_t.expand(b1, d)
@@ -370,7 +376,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
                 x_t,
                 hypers,
                 head,
-                max(_samples(config, d, t), request.count - b1),
+                max(_samples(config, d, t, improved), request.count - b1),
                 min_count=request.count - b1,
                 seed=_seed(request.seed, t, 0),
                 top_up=False,

@@ -12,7 +12,7 @@ from torch import Tensor
 from localbo.policies import gp
 from localbo.policies.base import PolicyConfig, PolicyState
 from localbo.policies.local_constraints import ConstraintState
-from localbo.policies.restarts import RunState
+from localbo.policies.restarts import SUCCESS_MARGIN, RunState
 
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -29,8 +29,14 @@ class LocalConfig(PolicyConfig):
         default=None,
         ge=1,
         le=4096,
-        description="Anytime start: exploration points in iteration 0, doubling each iteration up to "
+        description="Anytime start: exploration points in iteration 0, then as batch_growth says up to "
         "samples_per_iteration; unset: samples_per_iteration from the start (the papers)",
+    )
+    batch_growth: Literal["double", "on_stall"] = Field(
+        default="double",
+        description="With first_samples: double: the batch doubles each iteration up to samples_per_iteration; "
+        "on_stall: first_samples while each batch improves the best value (by 1e-3 of its magnitude, TuRBO's "
+        "margin), samples_per_iteration after a batch that did not (a stall guard for the small batch)",
     )
     n_max: int | None = Field(default=None, ge=2, description="GP data window: the last N_max points; 5 d when unset")
     epsilon: float | None = Field(
@@ -136,9 +142,21 @@ def _extend_path(path: list[PathEntry], t: int, n: int, x_t: Tensor, info: dict[
     return [*path, entry][-keep:]
 
 
-def _samples(config: LocalConfig, d: int, t: int) -> int:
-    """b2 of iteration t: samples_per_iteration (d when unset), or from first_samples doubling up to it."""
+def _samples(config: LocalConfig, d: int, t: int, improved: bool = True) -> int:
+    """b2 of iteration t: samples_per_iteration (d when unset), or from first_samples up to it: doubling each
+    iteration, or (on_stall) first_samples while the last batch ``improved`` the best value and full when not."""
     full = config.samples_per_iteration or d
     if config.first_samples is None:
         return full
+    if config.batch_growth == "on_stall":
+        return min(full, config.first_samples) if improved else full
     return min(full, config.first_samples << min(t, 30))
+
+
+def last_batch_improved(y: Tensor, batch_start: int) -> bool:
+    """Whether y[batch_start:] (the last batch's values, to minimise) beat the best of y[:batch_start] by TuRBO's
+    success margin; True when either side is empty (nothing to compare: no reason to grow the batch)."""
+    if batch_start <= 0 or batch_start >= y.shape[0]:
+        return True
+    before = float(y[:batch_start].min())
+    return float(y[batch_start:].min()) < before - SUCCESS_MARGIN * abs(before)
