@@ -345,7 +345,9 @@ def split_method(method: str) -> tuple[str, set[str]]:
     return "-".join(parts[:cut]), set(parts[cut:])
 
 
-def run_direct(problem: Problem, method: str, seed: int, evals: int, run: ConstrainedRun) -> None:
+def run_direct(
+    problem: Problem, method: str, seed: int, evals: int, run: ConstrainedRun, config: dict[str, Any] | None = None
+) -> None:
     from localbo.planning.fallback import mixed_seed
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
     from localbo.policies import get_policy
@@ -362,9 +364,9 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
         settings["noise_floor"] = NOISEFREE_FLOOR
     if "exact" in modes:
         settings["noise_floor"] = EXACT_FLOOR
-    config = cls.Config.model_validate(settings)
-    cls.check_study(problem.dim, config)
-    config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
+    policy_config = cls.Config.model_validate({**settings, **(config or {})})  # a probe's setting over the modes'
+    cls.check_study(problem.dim, policy_config)
+    policy_config = cls.Config.model_validate(policy_config.model_dump(mode="json"))  # as stored by the engine
     d = problem.dim
     polytope = problem.polytope()
     models_constraints = "constraints" in cls.handles and problem.m > 0
@@ -400,7 +402,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
             state, _ = cls.load_state(stored or None)
             request = make_request(
                 cls, stack(X_done, d), torch.tensor(y_done, dtype=DTYPE), pending=stack([x for x, _ in queue], d),
-                state=state, config=config, seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version),
+                state=state, config=policy_config, seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version),
             )  # fmt: skip
             request = dataclasses.replace(
                 request,
@@ -423,7 +425,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
                     queue.append((safest(), SAFE_FALLBACK))
                 else:
                     generator = torch.Generator().manual_seed(mixed_seed(seed, FAILURE_SALT, version))
-                    lo, hi = (torch.tensor(v, dtype=DTYPE) for v in cls.fallback_box(state, config, d))
+                    lo, hi = (torch.tensor(v, dtype=DTYPE) for v in cls.fallback_box(state, policy_config, d))
                     if polytope is not None:
                         if feasible_or_none(polytope, lo, hi) is None:
                             lo, hi = torch.zeros(d, dtype=DTYPE), torch.ones(d, dtype=DTYPE)
@@ -435,7 +437,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: Constr
         x, source = queue.popleft()
         result = run.record(problem, problem.to_user(x), source)
         if len(run.f) % TRACE_EVERY == 0 and stored:  # the policy's state as the dashboard shows it (its last plan)
-            shown = cls.display(cls.load_state(stored)[0], config, len(X_done))
+            shown = cls.display(cls.load_state(stored)[0], policy_config, len(X_done))
             if shown is not None:
                 run.policy_trace[str(len(run.f))] = {"phase": shown.phase, **shown.numbers}
         if result is None:  # failed: no value; a point the failure model learns from
@@ -543,12 +545,19 @@ def runner_of(method: str) -> str:
     return "direct"
 
 
-def run_method(problem_name: str, method: str, seed: int, evals: int) -> ConstrainedRun:
-    """One run; its wall and CPU seconds (this process, all its threads: runs run one at a time in a process)."""
+def run_method(
+    problem_name: str, method: str, seed: int, evals: int, config: dict[str, Any] | None = None
+) -> ConstrainedRun:
+    """One run; its wall and CPU seconds (this process, all its threads: runs run one at a time in a process).
+    ``config``: settings merged into a localbo policy's config (``probe.py``); the peers take none."""
     problem = get_problem(problem_name)
     run = ConstrainedRun(problem_name, method, seed, evals)
-    runner = {"direct": run_direct, "optuna": run_optuna, "ax": run_ax}[runner_of(method)]
     t0, cpu0 = time.perf_counter(), time.process_time()
-    runner(problem, method, seed, evals, run)
+    if runner_of(method) == "direct":
+        run_direct(problem, method, seed, evals, run, config)
+    elif config:
+        raise ValueError(f"{method} is not a localbo policy: it takes no policy config")
+    else:
+        {"optuna": run_optuna, "ax": run_ax}[runner_of(method)](problem, method, seed, evals, run)
     run.wall_s, run.cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     return run

@@ -259,7 +259,9 @@ def is_localbo_method(method: str) -> bool:
     return policy in policies and "objectives" in policies[policy].handles
 
 
-def run_direct(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> None:
+def run_direct(
+    problem: Problem, method: str, seed: int, evals: int, run: MORun, config: dict[str, Any] | None = None
+) -> None:
     from localbo.planning.fallback import mixed_seed
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
     from localbo.policies import get_policy
@@ -267,7 +269,7 @@ def run_direct(problem: Problem, method: str, seed: int, evals: int, run: MORun)
 
     policy, options = VARIANTS.get(method, (method, {}))
     cls = get_policy(policy)
-    config = cls.Config.model_validate(options)
+    config = cls.Config.model_validate({**options, **(config or {})})  # a probe's setting over the variant's
     cls.check_study(problem.dim, config)
     config = cls.Config.model_validate(config.model_dump(mode="json"))  # as stored by the engine
     d, k = problem.dim, problem.k
@@ -398,12 +400,19 @@ def runner_of(method: str) -> str:
     return "direct"
 
 
-def run_method(problem_name: str, method: str, seed: int, evals: int) -> tuple[MORun, Problem]:
-    """One run; its wall and CPU seconds (this process, all its threads: runs run one at a time in a process)."""
+def run_method(
+    problem_name: str, method: str, seed: int, evals: int, config: dict[str, Any] | None = None
+) -> tuple[MORun, Problem]:
+    """One run; its wall and CPU seconds (this process, all its threads: runs run one at a time in a process).
+    ``config``: settings merged into a localbo policy's config (``probe.py``); the peers take none."""
     problem = get_problem(problem_name)
     run = MORun(problem_name, method, seed, evals)
-    runner = {"direct": run_direct, "optuna": run_optuna, "ax": run_ax}[runner_of(method)]
     t0, cpu0 = time.perf_counter(), time.process_time()
-    runner(problem, method, seed, evals, run)
+    if runner_of(method) == "direct":
+        run_direct(problem, method, seed, evals, run, config)
+    elif config:
+        raise ValueError(f"{method} is not a localbo policy: it takes no policy config")
+    else:
+        {"optuna": run_optuna, "ax": run_ax}[runner_of(method)](problem, method, seed, evals, run)
     run.wall_s, run.cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     return run, problem
