@@ -47,6 +47,7 @@ SOURCES = [
     ("d100_gibo", RESULTS / "d100"),
     # policy "auto", the default (issue 29): minucb with the warp at d = 25 to 100, as at the current code
     ("auto_batches_of_d", RESULTS / "league_runs"),
+    ("auto_53c1d5a", RESULTS / "league_runs"),  # the same rule, rerun at 53c1d5a (2026-11-28): these replace the above
     ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer (3 seeds, d6aa2b2)
     # Swimmer, every method but gpsampler and mpd at 5 seeds (the issue's count) at one commit: these replace the above
