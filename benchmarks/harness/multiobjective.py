@@ -51,7 +51,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import time
 import warnings
 from collections import deque
 from collections.abc import Callable
@@ -61,6 +60,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
+
+from harness.sweep import run_timed
 
 DTYPE = torch.float64
 LOCALBO_METHODS = ("morbo", "qlognehvi", "random")  # more: any registered policy that handles "objectives"
@@ -403,16 +404,9 @@ def runner_of(method: str) -> str:
 def run_method(
     problem_name: str, method: str, seed: int, evals: int, config: dict[str, Any] | None = None
 ) -> tuple[MORun, Problem]:
-    """One run; its wall and CPU seconds (this process, all its threads: runs run one at a time in a process).
-    ``config``: settings merged into a localbo policy's config (``probe.py``); the peers take none."""
+    """One run, timed; ``config``: settings merged into a localbo policy's config (``probe.py``)."""
     problem = get_problem(problem_name)
     run = MORun(problem_name, method, seed, evals)
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    if runner_of(method) == "direct":
-        run_direct(problem, method, seed, evals, run, config)
-    elif config:
-        raise ValueError(f"{method} is not a localbo policy: it takes no policy config")
-    else:
-        {"optuna": run_optuna, "ax": run_ax}[runner_of(method)](problem, method, seed, evals, run)
-    run.wall_s, run.cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
+    runners = {"direct": run_direct, "optuna": run_optuna, "ax": run_ax}
+    run_timed(run, method, runner_of(method), runners, (problem, method, seed, evals), config)
     return run, problem

@@ -120,6 +120,20 @@ def runs_by_commit(
             + "."]  # fmt: skip
 
 
+def run_timed(
+    run: Any, method: str, kind: str, runners: dict[str, Callable[..., None]], args: tuple[Any, ...],
+    config: dict[str, Any] | None = None,
+) -> None:  # fmt: skip
+    """``runners[kind](*args, run)`` (the ``direct`` runner of a localbo policy also gets ``config``, settings merged
+    into its config: ``probe.py``), then the run's wall and CPU seconds (this process, all its threads: runs run one
+    at a time in a process). The peers take no config."""
+    if kind != "direct" and config:
+        raise ValueError(f"{method} is not a localbo policy: it takes no policy config")
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    runners[kind](*args, run, *((config,) if kind == "direct" else ()))
+    run.wall_s, run.cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
+
+
 def mean_se(values: list[float]) -> tuple[float, float | None]:
     """Mean and standard error (None for one value)."""
     m = statistics.fmean(values)
