@@ -52,6 +52,7 @@ SOURCES = [
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer (3 seeds, d6aa2b2)
     # Swimmer, every method but gpsampler and mpd at 5 seeds (the issue's count) at one commit: these replace the above
     ("mujoco", RESULTS / "league_runs" / "mujoco5"),
+    ("mujoco", RESULTS / "league_runs" / "mujoco5_mpd"),  # MPD on Swimmer and Hopper, the same episode seeds
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
@@ -64,7 +65,6 @@ MUJOCO_WHY = {
     "region's data at d = 33); at 2026-11-28's code (its GPs on the 500 results nearest the centre) still 2.9 s an "
     "episode per run 660 episodes in (two runs side by side, 11 min): over an hour for 5 runs on 2 cores; stopped",
     "gpsampler": "Optuna's GPSampler took 414 s a run of 500 at d = 25 here; 1,000 episodes at d = 33: hours",
-    "mpd": "MPD took 1,143 s a run of 500 at d = 25 here (before the bounded refit); not run since",
 }
 
 
