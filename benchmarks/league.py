@@ -49,6 +49,7 @@ SOURCES = [
     ("auto_batches_of_d", RESULTS / "league_runs"),
     ("auto_53c1d5a", RESULTS / "league_runs"),  # the same rule, rerun at 53c1d5a (2026-11-28): these replace the above
     ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
+    ("mpd_d25", RESULTS / "league_runs"),  # MPD on Ackley-25 and Rosenbrock-25 (2026-11-28)
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer (3 seeds, d6aa2b2)
     # Swimmer, every method but gpsampler and mpd at 5 seeds (the issue's count) at one commit: these replace the above
     ("mujoco", RESULTS / "league_runs" / "mujoco5"),
@@ -85,7 +86,6 @@ def command_for(instance: str, method: str) -> tuple[str, str]:
         "ax": "Ax's default took 342-519 CPU s a run of 100 evaluations at d = 25 here (about 5 s a modelled step, "
         "growing with n): 500 evaluations, or d = 50 and 100, are hours a run on 2 cores",
         "gpsampler": "Optuna's GPSampler took 414 s a run at d = 25 and 2,329 s at d = 50 on this machine",
-        "mpd": "MPD took 1,143 s a run at gp25 on this machine (before the bounded refit); not run since",
         "turbo": "TuRBO took 350-420 s a run at d = 25 on a core of the lent H100 box; its Ackley runs were on the "
         "discarded symmetric domain and no lent time was left to redo them",
     }
