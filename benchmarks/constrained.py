@@ -46,6 +46,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import numerics  # noqa: E402
+
+numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
 
 from harness.constrained import (  # noqa: E402
     AX_METHODS,
@@ -449,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     # then SCBO and the GP peer, then the other GP policies: a cut run has those two's seeds first
     first = {m.strip() for m in args.first.split(",") if m.strip()}
     keys.sort(key=lambda k: (k[1] not in first, k[1] not in CHEAP, k[1] not in HEADLINE))  # stable sort
-    meta = run_meta(__file__, args.smoke)
+    meta = run_meta(__file__, args.smoke, numerics=True)
     since = {m.strip(): (c.strip() or meta["commit"]) for m, _, c in (i.partition("@") for i in args.rerun.split(","))
              if m.strip()}  # fmt: skip
     rerun = list(since)

@@ -39,9 +39,10 @@ from typing import Any
 
 # One BLAS thread per process (inherited by the spawned runs): with OpenBLAS's own pool, each small
 # L-BFGS-B step (scipy's setulb) waited on idle threads and a run took 1.5x the CPU on a busy machine.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import numerics  # noqa: E402
+
+numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
 
 import numpy as np  # noqa: E402
 from harness.objectives import best_known, get_objective, objective_spec  # noqa: E402

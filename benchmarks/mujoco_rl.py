@@ -37,9 +37,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one BLAS thread per run
-    os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import numerics  # noqa: E402
+
+numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
 
 import numpy as np  # noqa: E402
 from harness.objectives import objective_spec  # noqa: E402

@@ -46,6 +46,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import numerics  # noqa: E402
+
+numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
 
 from harness.multiobjective import (  # noqa: E402
     AX_METHODS,
@@ -379,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = [k for k in keys if k not in done]
         say(f"resume: {len(done)} run(s) kept from {json_path}, {len(keys)} to go")
     keys, later = pick_only(keys, args.only)
-    meta = run_meta(__file__, args.smoke)
+    meta = run_meta(__file__, args.smoke, numerics=True)
     meta.update({
         "command": "benchmarks/multiobjective.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": versions(), "problems": problems, "methods": methods, "seeds": args.seeds, "evals": args.evals,

@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one BLAS thread per run
-    os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import numerics  # noqa: E402
+
+numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
 
 from harness.runs import output_dir, run_meta  # noqa: E402
 from harness.sweep import Key, fmt, mean_se, run_all, say, versions  # noqa: E402
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     keys: list[Key] = [(args.problem, f"{args.method}#{i}", s, args.evals) for s in seeds for i in range(len(settings))]
     state: dict[str, Any] = {
         "meta": {
-            **run_meta(__file__, args.smoke),
+            **run_meta(__file__, args.smoke, numerics=True),
             "command": "benchmarks/probe.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "versions": versions(),
             "suite": args.suite,

@@ -56,6 +56,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import numerics  # noqa: E402
+
+numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
 
 from harness.objectives import objective_spec  # noqa: E402
 from harness.report import (  # noqa: E402
@@ -104,7 +107,8 @@ def versions() -> str:
 
 def machine() -> str:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{cpus} CPU core(s), {platform.processor() or platform.machine()}, {platform.platform()}"
+    where = f"{cpus} CPU core(s), {platform.processor() or platform.machine()}, {platform.platform()}"
+    return f"{where}; {numerics.describe()}"
 
 
 def quiet() -> None:

@@ -36,11 +36,17 @@ def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace, result
     return out
 
 
-def run_meta(script: str, smoke: bool) -> dict[str, Any]:
-    """When, where and at which commit the run was made, and the machine's load before it."""
+def run_meta(script: str, smoke: bool, *, numerics: bool = False) -> dict[str, Any]:
+    """When, where and at which commit the run was made, and the machine's load before it; with ``numerics``, the
+    machine's description ends with the kernels the run's floating point took (``harness.numerics.describe``)."""
+    machine = platform.node() or platform.machine()
+    if numerics:
+        from harness.numerics import describe
+
+        machine = f"{machine}; {describe()}"
     return {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": platform.node() or platform.machine(),
+        "machine": machine,
         "cpus": os.cpu_count(),
         "load_before": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
