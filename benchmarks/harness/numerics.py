@@ -1,13 +1,13 @@
-"""Pinned numerics for the benchmarks that compare runs: the same seed takes the same path on any x86-64 host.
+"""Pinned numerics for the benchmarks that compare runs, so that a seed takes the same path on any AVX2 host.
 
-A run's path is chaotic in its first model fits (16 points in 16 dimensions on Swimmer): the kernels each library
-picks for the host's vector unit round differently, and a different first step follows. On one host, la-minucb's
-Swimmer seed 4 took three different 17th points under MKL's AVX-512, AVX2 and compatible paths, and the committed
-run, made on another host with the same code, a fourth (league_findings.md, "Another machine, another path").
-Each variable below pins one library's choice to AVX2 (x86-64-v3), which every host we run on has. ``pin`` uses
-``setdefault``: a variable the caller set wins. Call it before numpy or torch is imported; ``describe`` says
-what the process runs with, for a results file's header. The speed benchmarks do not pin: they time what a
-user's process would run.
+A run's path is chaotic in its first model fits (a handful of points in 16 dimensions on Swimmer): the kernels
+each library picks for the host's vector unit round differently, and a different point follows. On one host,
+la-minucb's Swimmer seed 4 took three different 17th points under MKL's AVX-512, AVX2 and compatible paths, and
+the committed run, made on another host with the same code, a fourth (league_findings.md, "Another machine,
+another path"). Each variable below pins one library's choice to AVX2 (x86-64-v3), which every host we run on
+has. ``pin`` uses ``setdefault``: a variable the caller set wins. Call it before numpy or torch is imported;
+``describe`` says what the process runs with, for a results file's header. The speed benchmarks do not pin: they
+time what a user's process would run.
 """
 
 from __future__ import annotations
