@@ -48,7 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import numerics  # noqa: E402
 
-numerics.pin()  # before numpy and torch load: the same path on any host (harness/numerics.py)
+numerics.pin()  # before numpy and torch load: a seed takes the same path on any AVX2 host (harness/numerics.py)
 
 from harness.multiobjective import (  # noqa: E402
     AX_METHODS,
