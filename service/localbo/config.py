@@ -52,7 +52,13 @@ class Settings(BaseSettings):
         description="SQLite PRAGMA synchronous: NORMAL (WAL: never corrupts, a power cut may "
         "undo the last commits) or FULL (fsync per commit, about 2x slower here)",
     )
-    torch_threads: int = Field(default=0, ge=0, description="torch threads; 0 keeps torch's")
+    torch_threads: int = Field(
+        default=1,
+        ge=0,
+        description="torch threads of each server or worker process: 1, each plan on one core (a GP on a few "
+        "hundred points gains little from more, and torch's OpenMP threads spin-waiting beside a busy core made a "
+        "suggest several times slower: benchmarks/results/torch_threads.md); 0 keeps torch's choice, one per core",
+    )
     device: str = Field(default="cpu", description="Where policies compute: `auto` | `cpu` | `cuda`")
     log_format: Literal["text", "json"] = Field(
         default="text", description="Server and worker logs: text, or json (one object a line, with extra fields)"
