@@ -3,13 +3,6 @@
 from __future__ import annotations
 
 import os
-
-# One OpenMP/BLAS thread in this process and every server, worker and benchmark it starts. The suite runs two
-# processes on two cores, and most policy tests call torch from the main thread: there torch's default threads,
-# beside a busy core, made a GP fit 10-60x slower (results/torch_threads.md, "main-thread"), and four of the
-# suite's files 5x slower. Set before torch loads.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
 import socket
 import subprocess
 import sys
@@ -22,6 +15,13 @@ from typing import Any
 import pytest
 from harness.processes import ServerProcess
 from sqlalchemy import create_engine, text
+
+# One OpenMP/BLAS thread in this process and every server, worker and benchmark it starts. The suite runs two
+# processes on two cores, and most policy tests call torch from the main thread: there torch's default threads,
+# beside a busy core, made a suggest or a GP fit 15-60x slower (results/torch_threads.md, "main-thread"), and
+# four of the suite's files 5x slower. Set before torch loads (none of the imports above loads it).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 PG_ADMIN_URL = os.environ.get("LOCALBO_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgres"]
