@@ -56,8 +56,8 @@ class Settings(BaseSettings):
         default=1,
         ge=0,
         description="torch threads of each server or worker process: 1, each plan on one core (a GP on a few "
-        "hundred points gains little from more, and torch's OpenMP threads spin-waiting beside a busy core made a "
-        "suggest several times slower: benchmarks/results/torch_threads.md); 0 keeps torch's choice, one per core",
+        "hundred points gained nothing from more, and torch's own choice made a suggest 16-100x slower beside "
+        "other load here: benchmarks/results/torch_threads.md); 0 keeps torch's choice, one per core",
     )
     device: str = Field(default="cpu", description="Where policies compute: `auto` | `cpu` | `cuda`")
     log_format: Literal["text", "json"] = Field(
