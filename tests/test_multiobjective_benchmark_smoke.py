@@ -63,3 +63,20 @@ def test_the_dtlz2_family_keeps_its_pareto_set_off_the_cube_centre_and_a_run_on_
            "front_size": 1, "fallbacks": 0, "n_errors": 0, "errors": [], "wall_s": 0.0, "cpu_s": 0.0}  # fmt: skip
     assert aggregate([run], ["dtlz2_10"], ["random"])["dtlz2_10"]["rows"] == {}  # recorded on BoTorch's [0, 1]^d
     assert aggregate([{**run, "domain": SHIFTED}], ["dtlz2_10"], ["random"])["dtlz2_10"]["rows"]["random"]["seeds"] == 1
+
+
+def test_auto_counts_among_ours_and_the_best_local_policy_keeps_its_own_verdict() -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    from multiobjective import goals
+
+    def row(mean: float, se: float) -> dict[str, object]:
+        cell = {"seeds": 5, "mean": mean, "se": se, "at_floor": 0}
+        return {"evals": 200, "log_hv_diff": {"100": cell, "200": cell}, "last": cell}
+
+    rows = {"auto": row(0.30, 0.02), "morbo": row(0.98, 0.05), "gpsampler": row(0.31, 0.03)}
+    verdict = goals(5, rows)["100"]
+    assert (verdict["ours"], verdict["peer"], verdict["met"]) == ("auto", "gpsampler", True)
+    assert (verdict["local"], verdict["local_met"]) == ("morbo", False)
+    assert math.isclose(verdict["target"], 0.34)
+    alone = goals(5, {"morbo": row(0.98, 0.05), "gpsampler": row(0.31, 0.03)})["100"]
+    assert (alone["ours"], alone["local"], alone["met"], alone["local_met"]) == ("morbo", "morbo", False, False)
