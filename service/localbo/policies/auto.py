@@ -7,8 +7,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
     finite space        chaining-ucb up to 2,000 candidates (it led on Himmelblau and the graph task, 16 of 16
                         runs: results/chaining.md), else ucb (level with it on GP samples at ~1/300 of the cost);
                         random for several objectives (no model policy serves them on a finite space)
-    several objectives  d <= 5: qlognehvi (global; GPSampler's global GP led morbo 0.23 to 0.98 in log10 HV
-                        difference on VehicleSafety, d 5: results/multiobjective.md); else minucb on ParEGO
+    several objectives  d <= 5: qlognehvi (global; on VehicleSafety, d 5, level with GPSampler at 100 evaluations
+                        and behind it at 200, morbo 5x behind: results/multiobjective.md); else minucb on ParEGO
                         scalarisations (local: over 5 seeds, half the best peer's difference or less on DTLZ2-10
                         at 100 and 200 evaluations and on DTLZ2-30 at 200, and ahead of morbo there and on C2DTLZ2-12)
     safe mode           turbo (the measured safe mode: results/constrained.md)
