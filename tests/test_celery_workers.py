@@ -16,6 +16,7 @@ import torch
 from harness.processes import ServerProcess, WorkerProcess, free_port
 from local_service import LocalService as Engine
 from localbo.policies import get_policy
+from localbo.storage import plan_queue
 from localbo.storage import repository as repo
 from localbo.workers import run_suggest
 from localbo.workers.celery_app import suggest
@@ -123,7 +124,7 @@ def test_minucb_runs_60_evaluations_through_a_celery_worker(tmp_path: Path, redi
                 row = repo.get_study(conn, "breaks")
                 broken = {**row.policy_state, "data": {**row.policy_state["data"], "x_t": [0.5] * 5}}
                 repo.update_study(conn, row.id, policy_state=broken)
-                repo.pop_plan(conn, row.id, 100)
+                plan_queue.pop_plan(conn, row.id, 100)
             (trial,) = engine.ask("breaks")["trials"]
             assert trial["source"] == "fallback"
             error = engine.get_study("breaks")["last_policy_error"]
@@ -218,7 +219,7 @@ def test_without_a_live_worker_the_api_computes_and_a_later_worker_drops_what_it
         # a worker that seems alive when the task is sent, then dies before it takes it: after the pickup time
         # the API gives the task up and computes it here
         with engine.write.begin() as conn:  # the plan emptied: the next ask needs a computation
-            repo.pop_plan(conn, repo.get_study(conn, "nobody").id, 100)
+            plan_queue.pop_plan(conn, repo.get_study(conn, "nobody").id, 100)
         client.set(serving, "a worker about to die", px=2000)
         started = time.monotonic()
         (trial,) = engine.ask("nobody")["trials"]
@@ -270,7 +271,7 @@ def test_a_task_taken_by_a_worker_that_dies_before_marking_it_is_sent_again(
             (trial,) = engine.ask("taken")["trials"]
             engine.tell("taken", trial["number"], sphere(trial["params"]))
         with engine.write.begin() as conn:  # the plan emptied: the next ask needs a computation
-            repo.pop_plan(conn, repo.get_study(conn, "taken").id, 100)
+            plan_queue.pop_plan(conn, repo.get_study(conn, "taken").id, 100)
         client.delete(queue)  # only the task of the next ask in it
         thread = threading.Thread(target=dying_worker, daemon=True)
         thread.start()

@@ -10,6 +10,7 @@ import logging.config
 import pytest
 from conftest import unique
 from localbo.logs import JsonFormatter, dict_config
+from localbo.storage import plan_queue
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 from prometheus_client.parser import text_string_to_metric_families
@@ -76,7 +77,7 @@ def test_metrics_after_a_short_run_are_present_and_consistent(make_client) -> No
     assert grew("localbo_policy_compute_seconds_count", policy="sobol", device="cpu") >= 1
     assert grew("localbo_policy_computations_total", policy="sobol", outcome="ok") >= 1
     with api.app.state.service.db.connect() as conn:
-        points, studies = repo.plan_totals(conn)
+        points, studies = plan_queue.plan_totals(conn)
     assert total(after, "localbo_plan_queue_points") == points
     assert total(after, "localbo_plan_queue_studies") == studies
     assert ("localbo_event_streams_open", ()) in after

@@ -39,6 +39,7 @@ from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, P
 from localbo.planning.planner import Planner
 from localbo.safety import safe_fallback
 from localbo.spaces import Spaces
+from localbo.storage import finite_spaces, idempotency_records, plan_queue
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 from localbo.study_handle import load_study
@@ -218,7 +219,9 @@ class Asking:
             trial_count = locked
         if self._expiry_due(study.id, now):
             sweep_expired(conn, study.id, now)
-            repo.forget_idempotency(conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds))
+            idempotency_records.forget_idempotency(
+                conn, study.id, now - timedelta(seconds=self.settings.idempotency_ttl_seconds)
+            )
         lease = now + timedelta(seconds=self.settings.lease_seconds)
         mine = (
             repo.running_of_client(conn, study.id, client_id, count)
@@ -227,7 +230,7 @@ class Asking:
         )
         need = count - len(mine)
         if finite is not None and not finite.allow_repeats and trial_count + need > finite.size:
-            left = finite.size - len(repo.held_candidates(conn, study.id))
+            left = finite.size - len(finite_spaces.held_candidates(conn, study.id))
             if need > left:
                 raise Conflict(f"count: {left} of the study's {finite.size} candidates are left to ask, not {need}")
         planned = self._pop_plan(conn, study, need, space) if need else []
@@ -265,18 +268,18 @@ class Asking:
         out = [{**trial_out(r, token), "lease_expires_at": iso(lease)} for r in mine]
         return {"trials": out + [trial_out(r, token) for r in new]}, [r["source"] for r in new]
 
-    def _pop_plan(self, conn: Connection, study: Row, need: int, space: StudySpace) -> list[repo.PlanPoint]:
+    def _pop_plan(self, conn: Connection, study: Row, need: int, space: StudySpace) -> list[plan_queue.PlanPoint]:
         """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds.
 
         A plan computed from an older snapshot may name a candidate that a fallback point took meanwhile:
         such points are dropped (and the plan job purges them for good before it plans).
         """
-        points = [(p.x, p.source, p.candidate) for p in repo.pop_plan(conn, study.id, need)]
+        points = [(p.x, p.source, p.candidate) for p in plan_queue.pop_plan(conn, study.id, need)]
         finite = space.candidates
         if finite is None or finite.allow_repeats:
             return points
         candidates = [c for _, _, c in points if c is not None]
-        taken = repo.held_candidates(conn, study.id, candidates)
+        taken = finite_spaces.held_candidates(conn, study.id, candidates)
         if len(set(candidates)) == len(candidates) and not taken:
             return points
         out = []
@@ -286,11 +289,11 @@ class Asking:
                 taken.add(c)
         return out
 
-    def _late_points(self, conn: Connection, study: Row, k: int, space: StudySpace) -> list[repo.PlanPoint]:
+    def _late_points(self, conn: Connection, study: Row, k: int, space: StudySpace) -> list[plan_queue.PlanPoint]:
         """``k`` seeded fallback points where the policy allows (its fallback box); the policy state is untouched."""
         generator = torch.Generator().manual_seed(mixed_seed(study.seed, LATE_SALT, study.trial_count))
         if space.candidates is not None:
-            taken = set() if space.candidates.allow_repeats else repo.asked_candidates(conn, study.id)
+            taken = set() if space.candidates.allow_repeats else finite_spaces.asked_candidates(conn, study.id)
             points = fallback_points(space, k, generator, None, taken)
         else:
             row = repo.get_study_by_id(conn, study.id)  # the whole row: the ask's read leaves the state out
@@ -321,7 +324,7 @@ def sweep_expired(conn: Connection, study_id: int, now: datetime) -> list[int]:
     stale = repo.expire_leases(conn, study_id, now)
     if stale:
         metrics.lease_expiries.inc(len(stale))
-        repo.add_plan(conn, study_id, [(r.x, Source.STALE_RETRY.value, r.candidate) for r in stale], priority=1)
+        plan_queue.add_plan(conn, study_id, [(r.x, Source.STALE_RETRY.value, r.candidate) for r in stale], priority=1)
     return [r.number for r in stale]
 
 

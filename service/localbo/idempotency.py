@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from localbo.errors import InvalidInput
-from localbo.storage import repository as repo
+from localbo.storage import idempotency_records
 
 
 def request_hash(op: str, body: dict[str, Any]) -> str:
@@ -28,7 +28,7 @@ def replay(conn: Connection, study_id: int, key: str | None, op: str, body: dict
     """
     if not key:
         return None
-    record = repo.get_idempotency(conn, study_id, key)
+    record = idempotency_records.get_idempotency(conn, study_id, key)
     if record is None:
         return None
     if record.request_hash != request_hash(op, body):
@@ -38,4 +38,4 @@ def replay(conn: Connection, study_id: int, key: str | None, op: str, body: dict
 
 def remember(conn: Connection, study_id: int, key: str | None, op: str, body: dict[str, Any], response: Any) -> None:
     if key:
-        repo.put_idempotency(conn, study_id, key, request_hash(op, body), 200, response)
+        idempotency_records.put_idempotency(conn, study_id, key, request_hash(op, body), 200, response)

@@ -21,7 +21,7 @@ from localbo.domain.outcomes import LinearConstraints, Outcomes
 from localbo.domain.vocabulary import Source
 from localbo.errors import Conflict, InvalidInput
 from localbo.space import SearchSpace, SpaceError
-from localbo.storage.repository import PlanPoint
+from localbo.storage.plan_queue import PlanPoint
 
 SAFE_FALLBACK = Source.SAFE_FALLBACK.value
 SEED = Source.SEED.value

@@ -8,7 +8,7 @@ from localbo.caches import BoundedCache
 from localbo.domain.study_space import StudySpace
 from localbo.finite_space import Candidates, is_finite_spec
 from localbo.space import SearchSpace
-from localbo.storage import repository as repo
+from localbo.storage import finite_spaces
 from localbo.storage.db import WouldWait, may_wait
 
 
@@ -32,7 +32,7 @@ class Spaces:
             def load() -> Candidates:
                 if not may_wait():  # reading many candidates takes a while: not on the event loop
                     raise WouldWait("the study's candidates are not loaded yet")
-                rows, kernel = repo.load_candidates(conn, study.id)
+                rows, kernel = finite_spaces.load_candidates(conn, study.id)
                 return Candidates(list(rows), kernel, study.space)
 
             return StudySpace.finite(self._candidates.get(key, load))

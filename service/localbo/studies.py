@@ -29,6 +29,7 @@ from localbo.safety import SEED, start_config
 from localbo.safety import seed_points as safety_seeds
 from localbo.space import SearchSpace, SpaceError
 from localbo.spaces import Spaces
+from localbo.storage import finite_spaces, plan_queue
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 from localbo.storage.summary import summaries as summary_of
@@ -296,10 +297,10 @@ class Studies:
         try:
             with self.write.begin() as conn:
                 study_id = repo.insert_study(conn, values)
-                repo.add_plan(conn, study_id, [(x, SEED, None) for x in seeds], priority=1)  # asked first
+                plan_queue.add_plan(conn, study_id, [(x, SEED, None) for x in seeds], priority=1)  # asked first
                 if finite is not None:
                     kernel = finite.kernel.numpy().tobytes() if finite.kernel is not None else None
-                    repo.insert_candidates(conn, study_id, finite.rows(), kernel)
+                    finite_spaces.insert_candidates(conn, study_id, finite.rows(), kernel)
         except IntegrityError:
             raise Conflict(f"name: a study named {name!r} already exists") from None
         return self.get(name)
@@ -384,7 +385,7 @@ class Studies:
         """The policy's persisted state, what it displays, and its plan queue (points in user units)."""
         with self.db.begin() as conn:
             study = get_row(conn, name)
-            planned = repo.list_plan(conn, study.id)
+            planned = plan_queue.list_plan(conn, study.id)
             space: StudySpace = self.spaces.of(conn, study)
             summary = summary_of(conn, [study.id]).get(study.id) or {}
         from localbo.study_handle import load_study  # torch: only where a policy is needed

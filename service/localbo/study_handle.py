@@ -24,7 +24,7 @@ from localbo.domain.outcomes import LinearConstraints, Outcomes, ParameterConstr
 from localbo.policies import Policy, PolicyConfig, PolicyState, Polytope, get_policy
 from localbo.policies.base import KernelKind
 from localbo.space import Param
-from localbo.storage.repository import PlanPoint
+from localbo.storage.plan_queue import PlanPoint
 
 log = logging.getLogger("localbo.studies")
 

@@ -20,7 +20,7 @@ from localbo.api.schemas import Health
 from localbo.api.shutdown import on_exit_signals
 from localbo.bootstrap import Service
 from localbo.config import Settings, get_settings
-from localbo.storage import repository as repo
+from localbo.storage import plan_queue
 
 log = logging.getLogger("localbo")
 
@@ -94,7 +94,7 @@ def create_app(settings: Settings | None = None, service: Service | None = None)
 
 def _plan_totals(service: Service) -> tuple[int, int]:
     with service.db.connect() as conn:
-        return repo.plan_totals(conn)
+        return plan_queue.plan_totals(conn)
 
 
 async def say_when_bound(settings: Settings, seconds: float = 600.0) -> None:

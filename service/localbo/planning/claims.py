@@ -20,7 +20,7 @@ from datetime import timedelta
 from sqlalchemy import Engine
 
 from localbo.storage import claims as claim_rows
-from localbo.storage import repository as repo
+from localbo.storage import finite_spaces
 from localbo.storage.db import db_now
 
 log = logging.getLogger("localbo.planning")
@@ -42,7 +42,7 @@ class Claims:
         """Take the claim if free; first drop planned candidates a fallback took meanwhile (finite spaces)."""
         with self.write.begin() as conn:
             now = db_now(conn)
-            repo.purge_asked_plan(conn, study_id)
+            finite_spaces.purge_asked_plan(conn, study_id)
             return claim_rows.claim_planning(conn, study_id, token, now, now + timedelta(seconds=CLAIM_SECONDS))
 
     def peek(self, study_id: int) -> Status | None:

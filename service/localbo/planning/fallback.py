@@ -15,7 +15,7 @@ from localbo.domain import Source, StudySpace
 from localbo.errors import Conflict
 from localbo.policies.base import Polytope
 from localbo.policies.polytope import feasible_or_none, sample
-from localbo.storage.repository import PlanPoint
+from localbo.storage.plan_queue import PlanPoint
 
 
 def fallback_points(

@@ -29,6 +29,7 @@ from localbo.planning.jobs import Jobs
 from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, Planned
 from localbo.planning.runner import Plan, PolicyRunner
 from localbo.spaces import Spaces
+from localbo.storage import finite_spaces, plan_queue
 from localbo.storage import outcomes as outcome_rows
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
@@ -99,7 +100,7 @@ class Planner:
 
     def _plan_holds_points(self, study_id: int) -> bool:
         with self.db.connect() as conn:
-            return repo.count_plan(conn, study_id) > 0
+            return plan_queue.count_plan(conn, study_id) > 0
 
     def _study_lock(self, study_id: int) -> threading.Lock:
         """Callers outside ``jobs`` (tests, a second job after a restart) never plan one study twice at once."""
@@ -111,13 +112,13 @@ class Planner:
             study = repo.get_study_by_id(conn, study_id)
             if study is None:
                 return GONE
-            in_plan = repo.count_plan(conn, study_id)
+            in_plan = plan_queue.count_plan(conn, study_id)
             if in_plan >= need or (ahead and in_plan):
                 return PLANNED
             handle = load_study(study, self.spaces.of(conn, study))
             finite = handle.space.candidates is not None
             done, pending = repo.history(conn, study_id) if handle.needs_history or finite else ([], [])
-            failed = repo.failed_candidates(conn, study_id) if finite else []
+            failed = finite_spaces.failed_candidates(conn, study_id) if finite else []
             avoid = handle.outcomes.failures == "avoid"
             failed_points = outcome_rows.failed_points(conn, study_id) if avoid else None
             n_failed = len(failed_points) if failed_points is not None else outcome_rows.count_failed(conn, study_id)
@@ -138,7 +139,7 @@ class Planner:
 def store(conn: Connection, study_id: int, version: int, plan: Plan) -> None:
     """The plan's points queued, its state (if any) stored as the next version, and its error as the study's
     latest (None after a computation that succeeded: the dashboard's "the policy failed" is about now)."""
-    repo.add_plan(conn, study_id, plan.points)
+    plan_queue.add_plan(conn, study_id, plan.points)
     values: dict = {"policy_state_version": version + 1, "last_policy_error": plan.error}
     if plan.state is not None:
         values["policy_state"] = plan.state

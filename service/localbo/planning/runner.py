@@ -25,7 +25,7 @@ from localbo.policies import PolicyConfig, SuggestRequest
 from localbo.policies.base import FiniteSpace, SpaceStructure
 from localbo.safety import safe_fallback, safest_known
 from localbo.storage.models import utcnow
-from localbo.storage.repository import PlanPoint
+from localbo.storage.plan_queue import PlanPoint
 from localbo.study_handle import StudyHandle
 from localbo.workers import Executor
 from localbo.workers.base import PolicyTimeout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -120,7 +120,6 @@ _RUNNING_OF_CLIENT = (
     .order_by(trials.c.number)
     .limit(bindparam("limit"))
 )
-_PUT_IDEMPOTENCY = insert(idempotency)
 
 
 def study_for_ask(conn: Connection, name: str, key: str | None, client_id: str | None, *, lock: bool) -> Row | None:
@@ -339,137 +338,3 @@ def history(conn: Connection, study_id: int) -> tuple[Sequence[Row], Sequence[Ro
     ).all()
     pending = [*pending, *conn.execute(select(plan.c.x, plan.c.candidate).where(plan.c.study_id == study_id)).all()]
     return done, pending
-
-
-# -- the plan queue --------------------------------------------------------------------
-
-
-_POP_PLAN = (
-    delete(plan)
-    .where(
-        plan.c.id.in_(
-            select(plan.c.id)
-            .where(plan.c.study_id == bindparam("study_id"))
-            .order_by(plan.c.priority.desc(), plan.c.id)
-            .limit(bindparam("limit"))
-            .with_for_update(skip_locked=True)  # Postgres: concurrent asks take different points, none waits
-            .scalar_subquery()
-        )
-    )
-    .returning(plan.c.id, plan.c.x, plan.c.source, plan.c.priority, plan.c.candidate)
-)
-
-
-def pop_plan(conn: Connection, study_id: int, limit: int) -> list[Row]:
-    """Removes and returns the next ``limit`` planned points, re-offered stale points first."""
-    rows = conn.execute(_POP_PLAN, {"study_id": study_id, "limit": limit}).all()
-    return sorted(rows, key=lambda r: (-r.priority, r.id))
-
-
-def list_plan(conn: Connection, study_id: int) -> Sequence[Row]:
-    """The plan queue in the order asks will take it."""
-    return conn.execute(
-        select(plan.c.x, plan.c.source, plan.c.priority, plan.c.candidate)
-        .where(plan.c.study_id == study_id)
-        .order_by(plan.c.priority.desc(), plan.c.id)
-    ).all()
-
-
-def count_plan(conn: Connection, study_id: int) -> int:
-    return conn.execute(select(func.count()).select_from(plan).where(plan.c.study_id == study_id)).scalar_one()
-
-
-def plan_totals(conn: Connection) -> tuple[int, int]:
-    """(planned points, studies with a plan) over every study: what ``/metrics`` reports."""
-    row = conn.execute(select(func.count(), func.count(plan.c.study_id.distinct())).select_from(plan)).one()
-    return int(row[0]), int(row[1])
-
-
-PlanPoint = tuple[list[float], str, int | None]  # (x in the unit cube, source, candidate on a finite space)
-
-
-def add_plan(conn: Connection, study_id: int, points: list[PlanPoint], priority: int = 0) -> None:
-    if points:
-        conn.execute(
-            insert(plan),
-            [{"study_id": study_id, "x": x, "source": s, "priority": priority, "candidate": c} for x, s, c in points],
-        )
-
-
-# -- finite spaces ---------------------------------------------------------------------
-
-
-def insert_candidates(conn: Connection, study_id: int, rows: list[dict[str, Any]], kernel: bytes | None) -> None:
-    """A finite space's candidates (rows of idx, cid, params, x) and its kernel matrix, if any."""
-    for start in range(0, len(rows), 10_000):
-        conn.execute(insert(candidates), [{"study_id": study_id, **r} for r in rows[start : start + 10_000]])
-    if kernel is not None:
-        conn.execute(insert(kernels), {"study_id": study_id, "size": len(rows), "data": kernel})
-
-
-def load_candidates(conn: Connection, study_id: int) -> tuple[Sequence[Row], bytes | None]:
-    """(candidate rows by index: idx, cid, params, x; the kernel matrix's bytes or None)."""
-    rows = conn.execute(
-        select(candidates.c.idx, candidates.c.cid, candidates.c.params, candidates.c.x)
-        .where(candidates.c.study_id == study_id)
-        .order_by(candidates.c.idx)
-    ).all()
-    kernel = conn.execute(select(kernels.c.data).where(kernels.c.study_id == study_id)).scalar_one_or_none()
-    return rows, kernel
-
-
-def held_candidates(conn: Connection, study_id: int, among: Iterable[int] | None = None) -> set[int]:
-    """The candidates a trial of the study holds, stale ones aside (their points are offered again)."""
-    query = select(trials.c.candidate).where(
-        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
-    )
-    if among is not None:
-        query = query.where(trials.c.candidate.in_(list(among)))
-    return {r for (r,) in conn.execute(query)}
-
-
-def asked_candidates(conn: Connection, study_id: int) -> set[int]:
-    """The candidates a trial holds (stale ones aside) or the plan names."""
-    planned = conn.execute(select(plan.c.candidate).where(plan.c.study_id == study_id, plan.c.candidate.is_not(None)))
-    return held_candidates(conn, study_id) | {r for (r,) in planned}
-
-
-def failed_candidates(conn: Connection, study_id: int) -> list[int]:
-    """The candidates of failed trials: asked, with no value to come."""
-    query = select(trials.c.candidate).where(
-        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state == "failed"
-    )
-    return [r for (r,) in conn.execute(query)]
-
-
-def purge_asked_plan(conn: Connection, study_id: int) -> None:
-    """Drops planned candidates that a trial already holds (a fallback took them after the plan was computed)."""
-    held = select(trials.c.candidate).where(
-        trials.c.study_id == study_id, trials.c.candidate.is_not(None), trials.c.state != "stale"
-    )
-    conn.execute(
-        delete(plan).where(plan.c.study_id == study_id, plan.c.candidate.is_not(None), plan.c.candidate.in_(held))
-    )
-
-
-# -- idempotency -----------------------------------------------------------------------
-
-
-def get_idempotency(conn: Connection, study_id: int, key: str) -> Row | None:
-    return conn.execute(
-        select(idempotency.c.request_hash, idempotency.c.status_code, idempotency.c.response).where(
-            idempotency.c.study_id == study_id, idempotency.c.key == key
-        )
-    ).first()
-
-
-def forget_idempotency(conn: Connection, study_id: int, before: datetime) -> None:
-    """Drops the answers older than ``before``: every ask of a client writes one."""
-    conn.execute(delete(idempotency).where(idempotency.c.study_id == study_id, idempotency.c.created_at < before))
-
-
-def put_idempotency(
-    conn: Connection, study_id: int, key: str, request_hash: str, status_code: int, response: dict
-) -> None:
-    values = {"study_id": study_id, "key": key, "request_hash": request_hash, "status_code": status_code}
-    conn.execute(_PUT_IDEMPOTENCY, {**values, "response": response})
