@@ -27,8 +27,9 @@ import torch
 from localbo.policies import PolicyError, Suggestion, SuggestRequest, get_policy, gp
 from localbo.policies.base import Polytope
 from localbo.policies.closed_form import Posterior
+from localbo.policies.exploration_region import ExplorationRegion
 from localbo.policies.local import LocalState
-from localbo.policies.local_constraints import Constraints, Demands, ExplorationRegion, fit_constraints, scaled
+from localbo.policies.local_constraints import Constraints, Demands, fit_constraints, scaled
 from localbo.policies.polytope import sample, violation
 from localbo.policies.polytope_steps import into_polytope
 from localbo.policies.requests import make_request

@@ -17,7 +17,7 @@ raises r), and the best is chosen; the trace then takes the point by a bordered 
 (``gradients.RankOneTrace``). ``explore_sequential``: any acquisition built from a ``GradientTrace``
 (mpd's), one ``optimize_acqf`` per point with 5 restarts and 64 raw samples, as the GIBO code.
 
-With a ``Region`` (parameter constraints, a safe set: ``local_constraints.ExplorationRegion``) the points also stay
+With a ``Region`` (parameter constraints, a safe set: ``exploration_region.ExplorationRegion``) the points also stay
 in it: the raw samples come from the box ∩ polytope (hit-and-run), the ``num_restarts`` best of those the region
 allows start (deterministic, no Boltzmann draw), each ascent move is brought back into the polytope along its
 segment and refused where the region's models do not allow it, and a chosen point the region does not allow is
