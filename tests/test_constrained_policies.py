@@ -247,7 +247,7 @@ def test_the_constrained_ei_score_is_botorchs_log_constrained_ei() -> None:
     from botorch.models import ModelListGP
     from localbo.policies import gp
     from localbo.policies.ei import EI
-    from localbo.policies.global_bo import Context
+    from localbo.policies.global_scores import Context
 
     g = torch.Generator().manual_seed(0)
     X = torch.rand(12, 2, generator=g, dtype=torch.float64)

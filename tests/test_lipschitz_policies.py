@@ -11,7 +11,8 @@ import pytest
 import torch
 from botorch.acquisition.analytic import ExpectedImprovement, ProbabilityOfImprovement
 from localbo.policies import Suggestion, SuggestRequest, get_policy, gp
-from localbo.policies.global_bo import Context, GlobalState, mean_sigma
+from localbo.policies.global_bo import GlobalState
+from localbo.policies.global_scores import Context, mean_sigma
 from localbo.policies.lipschitz import LipschitzBounds, estimate, slope_lower_bound
 from localbo.policies.truncated import accepted, truncated_ei, truncated_pi
 from policy_requests import make_request

@@ -25,16 +25,8 @@ from __future__ import annotations
 from botorch.acquisition.analytic import LogExpectedImprovement
 
 from localbo.policies import register
-from localbo.policies.global_bo import (
-    Acquisition,
-    Context,
-    GlobalConfig,
-    GlobalPolicy,
-    LipschitzConfig,
-    improvement_score,
-    log_feasibility,
-    truncated_score,
-)
+from localbo.policies.global_bo import GlobalConfig, GlobalPolicy, LipschitzConfig
+from localbo.policies.global_scores import Acquisition, Context, improvement_score, log_feasibility, truncated_score
 from localbo.policies.truncated import truncated_ei
 
 

@@ -29,14 +29,8 @@ from pydantic import Field
 from torch import Tensor
 
 from localbo.policies import register
-from localbo.policies.global_bo import (
-    Acquisition,
-    Context,
-    GlobalConfig,
-    GlobalPolicy,
-    LipschitzConfig,
-    accept_reject_score,
-)
+from localbo.policies.global_bo import GlobalConfig, GlobalPolicy, LipschitzConfig
+from localbo.policies.global_scores import Acquisition, Context, accept_reject_score
 from localbo.policies.gradients import KernelParams, chol, train_data
 
 PATHWISE_FEATURES = 1024  # BoTorch's default for the prior path

@@ -37,17 +37,8 @@ from localbo.policies import register
 from localbo.policies.base import PolicyError, Suggestion, SuggestRequest
 from localbo.policies.finite import suggest_finite
 from localbo.policies.finite_gp import FiniteGPConfig, FiniteHypersConfig, FinitePosterior
-from localbo.policies.global_bo import (
-    Acquisition,
-    Context,
-    GlobalConfig,
-    GlobalPolicy,
-    GlobalState,
-    LipschitzConfig,
-    accept_reject_score,
-    log_feasibility,
-    mean_sigma,
-)
+from localbo.policies.global_bo import GlobalConfig, GlobalPolicy, GlobalState, LipschitzConfig
+from localbo.policies.global_scores import Acquisition, Context, accept_reject_score, log_feasibility, mean_sigma
 from localbo.policies.truncated import truncated_lcb
 
 
