@@ -259,3 +259,19 @@ def test_a_limit_in_large_units_is_modelled_the_same_whatever_its_units(name: st
     assert torch.allclose(fits[0], fits[1], rtol=1e-3), "the constraint GP the same in either unit"
     # the same points: exactly from morbo's samples; qlognehvi's L-BFGS-B moves with the last bits of its inputs
     assert torch.allclose(got[0].X, got[1].X, atol=1e-6 if name == "morbo" else 0.02)
+
+
+def test_qlognehvi_takes_the_noise_floor_of_the_other_gp_policies() -> None:
+    """``noise_floor`` (as ei's, turbo's) reaches every objective and constraint GP of qlognehvi: on noise-free
+    linear data the fits sit at BoTorch's 1e-4 by default and go below it when the floor allows."""
+    X = torch.quasirandom.SobolEngine(2, scramble=True, seed=1).draw(48, dtype=torch.float64)
+    Y = torch.stack([X[:, 0] + 2 * X[:, 1], 2 * X[:, 0] - X[:, 1]], -1)
+    C = (X.sum(-1) - 1.5).reshape(-1, 1)
+    noises = {}
+    for floor in (None, 1e-6):
+        config = dict(SMALL["qlognehvi"]) if floor is None else {**SMALL["qlognehvi"], "noise_floor": floor}
+        made = request("qlognehvi", X, Y, ref=torch.tensor([3.0, 2.0], dtype=torch.float64), C=C, config=config)
+        state = get_policy("qlognehvi")().suggest(made).state
+        noises[floor] = [h.noise for h in (*state.hypers, *state.constraint_hypers)]
+    assert len(noises[None]) == 3 and min(noises[None]) == pytest.approx(1e-4, rel=1e-6), noises
+    assert 1e-6 <= min(noises[1e-6]) < 0.5e-4, noises

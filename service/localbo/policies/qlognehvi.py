@@ -45,7 +45,7 @@ from localbo.policies.base import (
     Suggestion,
     SuggestRequest,
 )
-from localbo.policies.gp import Hypers, fit_model, to_state
+from localbo.policies.gp import Hypers, fit_model, noise_floor_field, to_state
 from localbo.policies.hvi_search import SearchSettings, log_nehvi, maximise
 from localbo.policies.pareto import feasible, hypervolume, infer_reference_point, pareto_front
 from localbo.policies.polytope import design
@@ -61,6 +61,7 @@ class QLogNEHVIConfig(PolicyConfig):
     raw_samples: int = Field(default=128, ge=2, le=10_000, description="Random q-batches the starts are chosen from")
     mc_samples: int = Field(default=64, ge=4, le=2048, description="Sobol QMC samples of the acquisition")
     maxiter: int = Field(default=100, ge=1, le=2000, description="L-BFGS-B (SLSQP) iterations per start")
+    noise_floor: float = noise_floor_field()
 
 
 class QLogNEHVIState(PolicyState):
@@ -133,10 +134,13 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         g = request.generator
         warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k else [None] * k
         warm_c: list[Hypers | None] = list(state.constraint_hypers) if len(state.constraint_hypers) == m else [None] * m
-        objectives = [fit_model(X, Y[:, j], "matern52", warm[j], device=dev, generator=g) for j in range(k)]
+        floor = config.noise_floor
+        objectives = [
+            fit_model(X, Y[:, j], "matern52", warm[j], device=dev, generator=g, noise_floor=floor) for j in range(k)
+        ]
         size = typical_size(C) if C is not None else torch.ones(0, dtype=torch.float64)
         constraints = [
-            fit_model(X, bilog(C[:, j] / size[j]), "matern52", warm_c[j], device=dev, generator=g)
+            fit_model(X, bilog(C[:, j] / size[j]), "matern52", warm_c[j], device=dev, generator=g, noise_floor=floor)
             for j in range(m)
             if C is not None
         ]
