@@ -27,7 +27,8 @@ from localbo import metrics, progress
 from localbo.api.auth import Principal, check_read
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, responses
-from localbo.api.schemas import DB_INT_MAX, SERIES_TYPES, STUDIES_EVENTS, TRIAL_EVENTS, EventsSince, StudyOut
+from localbo.api.progress_schemas import SERIES_TYPES, STUDIES_EVENTS, TRIAL_EVENTS, EventsSince
+from localbo.api.schemas import DB_INT_MAX, StudyOut
 from localbo.broadcast import Live
 
 router = APIRouter(prefix="/api/v1", tags=["progress"])
