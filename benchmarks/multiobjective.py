@@ -25,6 +25,7 @@ failed); the Pareto front's size; wall and CPU seconds. The table: mean ± stand
     .venv/bin/python benchmarks/multiobjective.py --resume       # keep the runs in multiobjective.json, run the rest
     .venv/bin/python benchmarks/multiobjective.py --resume --only ax@branincurrin,morbo   # of the rest, only these
     .venv/bin/python benchmarks/multiobjective.py --resume --rerun minucb   # minucb changed: its runs again
+    .venv/bin/python benchmarks/multiobjective.py --resume --rerun auto@c2dtlz2   # one problem's runs of a method
     .venv/bin/python benchmarks/multiobjective.py --report-only  # rewrite multiobjective.md from the JSON
 
 It writes ``benchmarks/results/multiobjective.json`` (every run's summary and the run's settings) and
@@ -322,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="of the planned runs, run only these now (METHOD, @PROBLEM or METHOD@PROBLEM), "
                         "seed by seed, in this order; with --resume the plan's runs in the JSON stay")  # fmt: skip
     parser.add_argument("--rerun", default="", metavar="METHOD,..",
-                        help="with --resume: drop these methods' runs from the JSON and make them again (after a "
-                        "change to their code); every other method's runs stay")  # fmt: skip
+                        help="with --resume: drop these methods' runs (METHOD, or METHOD@PROBLEM: one problem's) "
+                        "from the JSON and make them again (their code changed); every other run stays")  # fmt: skip
     parser.add_argument("--report-only", action="store_true", help="only rewrite the markdown from the JSON")
     parser.add_argument("--smoke", action="store_true", help="a tiny run into a temp dir; never writes the results")
     parser.add_argument("--out", type=Path, default=None, help=f"where to write (default {RESULTS})")
@@ -379,9 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rerun needs --resume (it replaces runs in the JSON)")
     if args.resume and json_path.exists():
         old = json.loads(json_path.read_text())
-        if bad := [m for m in rerun if m not in methods]:
-            parser.error(f"--rerun: {bad} not among the methods run")
-        old["runs"] = [r for r in old.get("runs", []) if r["method"] not in rerun]
+        known = {*methods, *(f"{m}@{p}" for m in methods for p in problems)}
+        if bad := [m for m in rerun if m not in known]:
+            parser.error(f"--rerun: {bad} not among the methods (and problems) run")
+        dropped = set(rerun)
+        old["runs"] = [r for r in old.get("runs", []) if not {r["method"], f"{r['method']}@{r['problem']}"} & dropped]
         domains = {p: get_problem(p).domain for p in problems}  # a run on another domain is another problem's
         state["runs"] = [
             r for r in old.get("runs", []) if (r["problem"], r["method"], r["seed"], r["evals"]) in keys

@@ -3,6 +3,8 @@ and that it is the default for new studies while stored studies keep their polic
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from conftest import unique
@@ -29,6 +31,10 @@ MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "flo
         ("continuous", 2, {"objectives"}, 0, 0, "qlognehvi"),
         ("continuous", 10, {"objectives", "constraints"}, 0, 0, "minucb"),
         ("continuous", 10, {"objectives", "failures"}, 0, 0, "minucb"),
+        ("continuous", 12, {"objectives"}, 5 * 12 - 1, 0, "minucb"),
+        ("continuous", 12, {"objectives", "constraints"}, 5 * 12, 0, "morbo"),  # minucb's window full: spread
+        ("continuous", 12, {"objectives", "failures"}, 5 * 12, 0, "minucb"),  # morbo does not model failures
+        ("continuous", 5, {"objectives"}, 500, 0, "qlognehvi"),
         ("categorical", 12, {"objectives"}, 0, 0, "qlognehvi"),
         ("finite", 3, set(), 0, 500, "chaining-ucb"),
         ("finite", 3, {"failures"}, 0, 500, "ucb"),
@@ -78,6 +84,30 @@ def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> N
     assert shown.centre == out.state.x0  # minucb's own display, under auto's lines
     lower, upper = Auto.fallback_box(out.state, Auto.Config(), 3)
     assert all(lo <= c <= hi for lo, c, hi in zip(lower, out.state.x0, upper, strict=True)) and upper[0] - lower[0] < 1
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_several_objectives_switch_from_minucb_to_morbo_moving_two_coordinates_on_the_front() -> None:
+    d = 6
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(5 * d, d, generator=g, dtype=torch.float64)
+    Y = torch.stack([(X - 0.25).pow(2).sum(-1), (X - 0.75).pow(2).sum(-1)], -1)
+    request = make_request("auto", X[:-1], Y[:-1, 0], config={"configs": {"morbo": {"candidates": 64}}})
+    first = Auto().suggest(dataclasses.replace(request, Y=Y[:-1]))
+    assert first.state.chosen == "minucb"
+    request = make_request("auto", X, Y[:, 0], state=first.state, config={"configs": {"morbo": {"candidates": 64}}})
+    out = Auto().suggest(dataclasses.replace(request, Y=Y))
+    assert out.state.chosen == "morbo" and [(s.policy, s.n) for s in out.state.switches] == [
+        ("minucb", 5 * d - 1),
+        ("morbo", 5 * d),
+    ]
+    assert out.state.inner is not None and out.state.inner["data"]["regions"], "morbo centred its regions on the front"
+    from localbo.policies.auto import inner_config
+
+    assert inner_config("morbo", Auto.Config(), None).perturbed_coordinates == 2.0  # auto's measured setting
+    assert out.X.shape == (1, d) and bool(((out.X >= 0) & (out.X <= 1)).all())
+    shown = Auto.display(out.state, Auto.Config(configs={"morbo": {"candidates": 64}}), 5 * d)
+    assert shown is not None and "morbo" in str(shown.numbers["auto: why"])
 
 
 @pytest.mark.usefixtures("one_torch_thread")

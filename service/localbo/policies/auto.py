@@ -54,13 +54,19 @@ from localbo.policies.base import (
 GLOBAL_MAX_DIM = 10  # at most this many coordinates: a global GP policy
 GLOBAL_MAX_N = 500  # ei's max_data: beyond, its GP sees a thinned subset; a local policy's window stays dense
 MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, minucb beyond
+MO_SPREAD_PER_DIM = 5  # several objectives beyond MO_GLOBAL_MAX_DIM: minucb for 5 d results (its window), then morbo
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
 MAX_SWITCHES = 20  # kept in the state, newest last
 # auto's own settings of the policies it runs, under the study's ``configs``: minucb's GP on warped values
 # (results/league_findings.md, "Output warping": Rosenbrock-25 898 -> 176.5, Ackley-25 0.66 -> 0.52, gp25 level).
 # Smaller exploration batches were tried here and dropped (same file, "Anytime": stalls on Swimmer, late losses
 # at d = 50 and 100).
-CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {"minucb": {"output_warp": "power"}}
+# morbo after minucb: candidates that move about 2 coordinates of a front point (the paper's 20 move all of them up to
+# d = 20), so they slide along the front minucb reached rather than leave it (results/multiobjective_findings.md).
+CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
+    "minucb": {"output_warp": "power"},
+    "morbo": {"perturbed_coordinates": 2.0},
+}
 
 
 def needs_of(request: SuggestRequest[Any, Any]) -> frozenset[str]:
@@ -94,6 +100,10 @@ def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: 
         if dim <= MO_GLOBAL_MAX_DIM or kind == "categorical":
             out.append(("qlognehvi", f"several objectives, {dim} coordinates: global qLogNEHVI (a global GP led the "
                                      "local regions at d 5, results/multiobjective.md)"))  # fmt: skip
+        if dim > MO_GLOBAL_MAX_DIM and n >= MO_SPREAD_PER_DIM * dim:
+            out.append(("morbo", f"several objectives, {n} results past {MO_SPREAD_PER_DIM} d = "
+                                 f"{MO_SPREAD_PER_DIM * dim}: morbo's regions on the front minucb reached, candidates "
+                                 "moving 2 coordinates, spread it (results/multiobjective_findings.md)"))  # fmt: skip
         out.append(("minucb", f"several objectives, {dim} coordinates: minucb on ParEGO scalarisations (ahead of "
                               "morbo and the peers on DTLZ2-10 and -30, results/multiobjective.md)"))  # fmt: skip
         return out

@@ -21,14 +21,15 @@ The regions' bookkeeping (settings, state, ownership, success and restart, centr
     batch:    q = max(the ask's count, batch_size) points picked one at a time; for each pick every region draws one
               Thompson sample (``ts.pathwise_path``, one independent path per objective and per constraint) over its
               ``candidates`` perturbed Sobol points: a front point inside its box, each coordinate replaced by the
-              Sobol point's with probability min(1, 20 / d) (hit-and-run samples of box ∩ polytope under parameter
-              constraints, ``polytope.sample``). Each candidate's value is its hypervolume improvement over the
-              observed front plus the same sample at the pending points and the points already picked (the paper's
-              sequential greedy selection); the pick is the best candidate over all regions, by this rule first:
-              (3) a largest positive improvement, else (2) the lowest random Chebyshev scalarisation
-              max_j w_j (f_j - ref_j) / s_j (w uniform on the simplex, one per pick; s_j = ref_j - the best y_j, or
-              y_j's range where none is below ref_j; the paper's tie-break, a linear one there), else (1) under
-              constraints, when no candidate is feasible in its sample, the least total sampled violation.
+              Sobol point's with probability min(1, p / d), p = ``perturbed_coordinates`` (20, TuRBO's) (hit-and-run
+              samples of box ∩ polytope under parameter constraints, ``polytope.sample``). Each candidate's value is
+              its hypervolume improvement over the observed front plus the same sample at the pending points and the
+              points already picked (the paper's sequential greedy selection); the pick is the best candidate over
+              all regions, by this rule first: (3) a largest positive improvement, else (2) the lowest random
+              Chebyshev scalarisation max_j w_j (f_j - ref_j) / s_j (w uniform on the simplex, one per pick;
+              s_j = ref_j - the best y_j, or y_j's range where none is below ref_j; the paper's tie-break, a linear
+              one there), else (1) under constraints, when no candidate is feasible in its sample, the least total
+              sampled violation.
               With ``acquisition: "lognehvi"`` instead: each pick is the best over all regions of BoTorch's qLogNEHVI
               (the region's GPs, X_pending the pending and picked points) maximised inside the region's box
               (``hvi_search.py``: 2 starts, 128 raw samples, 64 QMC samples, 50 L-BFGS-B iterations per region); not
@@ -291,8 +292,8 @@ class Morbo(Policy[MorboConfig, MorboState]):
         bases: Tensor, lower: Tensor, upper: Tensor, n: int, request: SuggestRequest[MorboConfig, MorboState]
     ) -> Tensor:
         """n x d candidates in the box: front points inside it (``bases``, each candidate's drawn at random) with each
-        coordinate replaced by a Sobol point's with probability min(1, 20 / d); hit-and-run samples of box ∩ polytope
-        under parameter constraints."""
+        coordinate replaced by a Sobol point's with probability min(1, perturbed_coordinates / d); hit-and-run samples
+        of box ∩ polytope under parameter constraints."""
         d, g = request.dim, request.generator
         if request.polytope is not None:
             try:
@@ -302,7 +303,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=int(torch.randint(2**31, (1,), generator=g)))
         pert = lower + (upper - lower) * sobol.draw(n, dtype=torch.float64)
         base = bases[torch.randint(bases.shape[0], (n,), generator=g)]
-        mask = torch.rand(n, d, generator=g, dtype=torch.float64) <= min(1.0, 20.0 / d)
+        mask = torch.rand(n, d, generator=g, dtype=torch.float64) <= min(1.0, request.config.perturbed_coordinates / d)
         empty = ~mask.any(-1)
         mask[empty, torch.randint(d, (int(empty.sum()),), generator=g)] = True
         return torch.where(mask, pert, base)
