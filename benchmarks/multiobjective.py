@@ -238,13 +238,15 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         "## Goals (issue 31)",
         "",
         "The best of ours (the local policies morbo, minucb, la-minucb and their variants, and `auto`, the default",
-        "policy, which runs qlognehvi at d <= 5 and minucb above) against the best peer (NSGA-II, TPE, GPSampler,",
-        "Ax, random), each by its mean log10 hypervolume difference; `best local` is the best without `auto`, with",
-        "its own verdict. d >= 10: ours <= 0.5 x the peer's difference (in log10:",
+        "policy, which runs qlognehvi at d <= 5, above it minucb for 5 d results, then morbo) against the best",
+        "peer (NSGA-II, TPE, GPSampler, Ax, random), each by its mean log10 hypervolume difference; `best local` is",
+        "the best without `auto`, with its own verdict. d >= 10: ours <= 0.5 x the peer's difference (in log10:",
         "<= peer - 0.301; geometric means over seeds); d <= 5: ours within one standard error of the peer (<= peer",
         "+ SE, in log10). (qlognehvi is global, a reference beside them, not in either side.) A peer cut below the",
         "row's budget counts with its value at its last evaluation, `(at N: a bound)`: an upper bound on its",
         "difference at the row's budget (the hypervolume only rises), so a `no` against it is certain, a `yes` not.",
+        "`by`: how far ours is from the target, in ours' standard errors; a verdict by under 2 may turn in another",
+        'realisation of the same seeds (results/league_findings.md, "Another machine, another path").',
         "",
         "| problem | d | evals | ours | ours' log10 diff | best peer | peer's log10 diff | target | met "
         "| best local | its log10 diff | met by it |",
@@ -259,9 +261,12 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
             met = {True: "yes", False: "**no**"}
             local = (f"{g['local']} | {show(g['local_cell'])} | {met[g['local_met']]}" if g.get("local")
                      else "- | - | -")  # fmt: skip
+            se = g["ours_cell"]["se"]
+            distance = abs(g["target"] - g["ours_cell"]["mean"]) / se if se else None
+            by = "" if distance is None else f" (by {distance:.2g} SE)" if distance < 10 else f" (by {distance:.0f} SE)"
             lines.append(
                 f"| {name} | {t['dim']} | {k} | {g['ours']} | {show(g['ours_cell'])} | {g['peer']} "
-                f"| {show(g['peer_cell'])} | {g['rule']}: {g['target']:.3f} | {met[g['met']]} | {local} |"
+                f"| {show(g['peer_cell'])} | {g['rule']}: {g['target']:.3f} | {met[g['met']]}{by} | {local} |"
             )
     for name, t in table.items():
         ref = ", ".join(f"{v:.6g}" for v in t["ref"])

@@ -61,7 +61,9 @@ def league() -> str:
     table = json.loads((RESULTS / "league.json").read_text())["table"]
     goals = re.search(r"^Goals met: (\d+) of (\d+) checkpoints\.$", (RESULTS / "league.md").read_text(), re.M)
     met = f"; issue 29's goals at 50 to 500 evaluations met at {goals[1]} of {goals[2]} checkpoints" if goals else ""
-    lines = [f"League table (`league.md`; best value after the last evaluation, mean over seeds, lower is better{met}):"]
+    lines = [
+        f"League table (`league.md`; best value after the last evaluation, mean over seeds, lower is better{met}):"
+    ]
     for instance in ("gp25", "gp50", "gp100", "ackley25", "rosenbrock25"):
         cells = table.get(instance)
         if not cells:
@@ -72,6 +74,34 @@ def league() -> str:
         ranked = ", ".join(f"{m} {v:.3g}{cut[m]}" for m, v in sorted(means.items(), key=lambda kv: kv[1]))
         lines.append(f"{instance}: {ranked}.")
     return "\n".join(lines)
+
+
+def multiobjective() -> str:
+    table = json.loads((RESULTS / "multiobjective.json").read_text())["table"]
+    cells = [(problem, k, g) for problem, t in table.items() for k, g in t.get("goals", {}).items()]
+    met = sum(bool(g.get("met")) for _, _, g in cells)
+    head = (
+        f"Several objectives (`multiobjective.md`; log10 hypervolume difference to the true front, mean over seeds, "
+        f"lower is better; issue 31's goals met at {met} of {len(cells)}):"
+    )
+    lines = []
+    for problem, t in table.items():
+        parts = []
+        for k, g in t.get("goals", {}).items():
+            if g.get("met") is None:
+                parts.append(f"@{k} undecided ({g.get('why')})")
+                continue
+            ours, peer = g["ours_cell"], g["peer_cell"]
+            verdict = "met" if g["met"] else "not met"
+            if ours["se"]:  # in ours' standard errors, as multiobjective.md's `by`
+                distance = abs(g["target"] - ours["mean"]) / ours["se"]
+                verdict += f" (by {distance:.2g} SE)" if distance < 10 else f" (by {distance:.0f} SE)"
+            parts.append(
+                f"@{k} {g['ours']} {ours['mean']:.3g} ({ours['seeds']} seeds) against {g['peer']} {peer['mean']:.3g}, "
+                f"goal {g['target']:.3g}: {verdict}"
+            )
+        lines.append(f"{problem} (d = {t['dim']}): " + "; ".join(parts) + ".")
+    return " ".join([head, *lines])  # one line: the README stays short
 
 
 def _dashboard() -> tuple[dict, dict[tuple[str, str, int], dict]]:
@@ -133,7 +163,7 @@ def dashboard_big() -> str:
 BLOCKS: dict[str, Callable[[], str]] = {
     "throughput": throughput,
     "startup": startup,
-    "league": league,
+    "league": lambda: league() + "\n" + multiobjective(),  # the science: one objective, then several
     "dashboard-live": dashboard_live,
     "dashboard-big": dashboard_big,
 }

@@ -37,8 +37,9 @@ study.best_trial                        # the best feasible trial, on Optuna's s
 
 Several objectives: an Optuna study created with ``directions=[...]`` becomes a localbo study with one objective per
 direction, named ``objective0`` .. ``objective{k-1}``; each tell carries every value. The policy must serve several
-objectives: ``auto`` (the default then: ``qlognehvi`` up to 5 parameters, ``minucb`` on ParEGO scalarisations beyond, as
-measured in benchmarks/results/multiobjective.md), ``morbo``, ``qlognehvi``, ``minucb``, ``random`` or ``sobol``.
+objectives: ``auto`` (the default then: ``qlognehvi`` up to 5 parameters; beyond, ``minucb`` on ParEGO scalarisations
+for 5 results per parameter, then ``morbo``; as measured in benchmarks/results/multiobjective.md), ``morbo``,
+``qlognehvi``, ``minucb``, ``random`` or ``sobol``.
 ``study.best_trials`` is Optuna's Pareto front; the localbo study's is ``client.get_study(name).pareto``.
 
 ```python
