@@ -135,6 +135,42 @@ def test_a_new_study_gets_auto_by_default_and_runs_bo(api) -> None:  # noqa: ANN
     assert any(s.get("properties", {}).get("policy", {}).get("default") == "auto" for s in schema.values())
 
 
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_stored_study_of_two_objectives_hands_its_front_to_morbo_at_5_d_results(api) -> None:  # noqa: ANN001
+    name = unique("auto-mo")
+    space = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(6)}
+    objectives = [{"metric": "yield", "direction": "maximize"}, {"metric": "cost", "direction": "minimize"}]
+    body = {"name": name, "space": space, "objectives": objectives, "seed": 5,
+            "policy_config": {"configs": {"morbo": {"candidates": 64}}}}  # fmt: skip
+    assert api.post("/api/v1/studies", json=body).status_code == 201
+    g = torch.Generator().manual_seed(5)
+    for _ in range(5 * 6 - 1):  # warm start: one result short of minucb's window
+        x = torch.rand(6, generator=g, dtype=torch.float64)
+        values = {"yield": 1 - float((x - 0.25).pow(2).sum()), "cost": float((x - 0.75).pow(2).sum())}
+        params = {f"x{i}": float(v) for i, v in enumerate(x)}
+        added = api.post(f"/api/v1/studies/{name}/trials", json={"params": params, "values": values})
+        assert added.status_code == 201, added.text
+    chosen = []
+    for _ in range(12):  # minucb's batch (x_t and d exploration points) is served from its plan, then morbo plans
+        (trial,) = api.post(f"/api/v1/studies/{name}/ask", json={}).json()["trials"]
+        assert trial["source"] == "auto", trial
+        view = api.get(f"/api/v1/studies/{name}/policy").json()
+        assert view["last_policy_error"] is None, view
+        chosen.append(view["display"]["numbers"]["auto: chose"])
+        if chosen[-1] == "morbo":
+            break
+        x = torch.tensor([trial["params"][f"x{i}"] for i in range(6)], dtype=torch.float64)
+        values = {"yield": 1 - float((x - 0.25).pow(2).sum()), "cost": float((x - 0.75).pow(2).sum())}
+        told = api.post(f"/api/v1/studies/{name}/trials/{trial['number']}/tell", json={"values": values})
+        assert told.status_code == 200, told.text
+    assert chosen[0] == "minucb" and chosen[-1] == "morbo", chosen
+    switches = view["display"]["numbers"]["auto: switches"]
+    # the planner computes as results arrive (minucb from the first added one); morbo once 5 d = 30 are in
+    assert switches.startswith("minucb at n = ") and " -> morbo at n = " in switches, switches
+    assert int(switches.split()[-1]) >= 5 * 6, switches
+    assert view["display"]["numbers"]["front size"] >= 1  # morbo's own display, under auto's lines
+
+
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
