@@ -421,9 +421,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
         faces: bool = False,
     ) -> Tensor:
         """n x d candidates in the box: perturbed Sobol points (each coordinate of the centre replaced by the Sobol
-        point's with probability min(1, 20 / d)), or hit-and-run samples of box ∩ polytope. With ``faces``, in
-        every other candidate each coordinate whose side of the box lies on one face of the cube (0 or 1, not
-        both) is set to that face with probability 1/2."""
+        point's with probability min(1, perturbed_coordinates / d), 20 by default), or hit-and-run samples of
+        box ∩ polytope. With ``faces``, in every other candidate each coordinate whose side of the box lies on one
+        face of the cube (0 or 1, not both) is set to that face with probability 1/2."""
         d, g = request.dim, request.generator
         if request.polytope is not None:
             try:
@@ -432,7 +432,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 return sample(request.polytope, n, g, thinning=1).to(centre)
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=int(torch.randint(2**31, (1,), generator=g)))
         pert = lower + (upper - lower) * sobol.draw(n, dtype=torch.float64).to(centre)
-        mask = torch.rand(n, d, generator=g, dtype=torch.float64).to(centre) <= min(1.0, 20.0 / d)
+        moves = min(1.0, request.config.perturbed_coordinates / d)
+        mask = torch.rand(n, d, generator=g, dtype=torch.float64).to(centre) <= moves
         empty = ~mask.any(-1)
         mask[empty, torch.randint(d, (int(empty.sum()),), generator=g).to(centre.device)] = True
         points = torch.where(mask, pert, centre.expand(n, d))

@@ -39,6 +39,12 @@ class TurboConfig(PolicyConfig):
     candidates: int | None = Field(
         default=None, ge=1, le=100_000, description="Thompson-sampling candidates (min(5000, max(2000, 200 d)))"
     )
+    perturbed_coordinates: float = Field(
+        default=20.0,
+        gt=0,
+        le=10_000,
+        description="Each coordinate of a candidate moves from the centre with probability min(1, this / d)",
+    )
 
 
 class Region(BaseModel):
