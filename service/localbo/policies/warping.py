@@ -21,8 +21,10 @@ def power_warp(y: Tensor, window: Tensor) -> Tensor:
     has no spread."""
     from scipy import stats  # scipy: only where a study asks for the warp
 
+    if window.numel() < 3:  # too few values to fit lambda (and one has no std: torch warns)
+        return y
     mean, std = window.mean(), window.std()
-    if window.numel() < 3 or not bool(std > 0):
+    if not bool(std > 0):
         return y
     fitted = stats.yeojohnson_normmax(((window - mean) / std).cpu().numpy())
     lam = min(max(float(fitted), -LAMBDA_BOUND), LAMBDA_BOUND)
