@@ -115,6 +115,11 @@ def show(c: dict[str, Any] | None) -> str:
     return fmt(c["mean"], c["se"]) + (f" ({c['at_floor']} at the floor)" if c["at_floor"] else "")
 
 
+def by_se(distance: float) -> str:
+    """A goal's distance from its target in standard errors, as the table and the README show it."""
+    return f"{distance:.2g}" if distance < 10 else f"{distance:.0f}"
+
+
 def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str]) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for name in problems:
@@ -178,8 +183,10 @@ def goals(dim: int, rows: dict[str, Any]) -> dict[str, Any]:
         else:
             target, rule = pc["mean"] + (pc["se"] or 0.0), "<= peer + 1 SE"
         local = best(LOCAL)
+        distance = abs(target - oc["mean"]) / oc["se"] if oc["se"] else None  # ours' from the target, in SE
         out[k] = {"ours": om, "ours_cell": oc, "peer": pm, "peer_cell": pc, "target": target, "rule": rule,
-                  "met": oc["mean"] <= target, "local": local and local[0], "local_cell": local and local[1],
+                  "met": oc["mean"] <= target, "by_se": distance, "local": local and local[0],
+                  "local_cell": local and local[1],
                   "local_met": local is not None and local[1]["mean"] <= target}  # fmt: skip
     return out
 
@@ -261,9 +268,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
             met = {True: "yes", False: "**no**"}
             local = (f"{g['local']} | {show(g['local_cell'])} | {met[g['local_met']]}" if g.get("local")
                      else "- | - | -")  # fmt: skip
-            se = g["ours_cell"]["se"]
-            distance = abs(g["target"] - g["ours_cell"]["mean"]) / se if se else None
-            by = "" if distance is None else f" (by {distance:.2g} SE)" if distance < 10 else f" (by {distance:.0f} SE)"
+            by = f" (by {by_se(g['by_se'])} SE)" if g.get("by_se") is not None else ""
             lines.append(
                 f"| {name} | {t['dim']} | {k} | {g['ours']} | {show(g['ours_cell'])} | {g['peer']} "
                 f"| {show(g['peer_cell'])} | {g['rule']}: {g['target']:.3f} | {met[g['met']]}{by} | {local} |"

@@ -93,8 +93,8 @@ def multiobjective() -> str:
                 continue
             ours, peer = g["ours_cell"], g["peer_cell"]
             verdict = "met" if g["met"] else "not met"
-            if ours["se"]:  # in ours' standard errors, as multiobjective.md's `by`
-                distance = abs(g["target"] - ours["mean"]) / ours["se"]
+            if g.get("by_se") is not None:  # ours' distance from the target in standard errors (multiobjective.py)
+                distance = g["by_se"]
                 verdict += f" (by {distance:.2g} SE)" if distance < 10 else f" (by {distance:.0f} SE)"
             parts.append(
                 f"@{k} {g['ours']} {ours['mean']:.3g} ({ours['seeds']} seeds) against {g['peer']} {peer['mean']:.3g}, "

@@ -103,6 +103,7 @@ from localbo.policies.pareto import (
 )
 from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
+from localbo.policies.turbo_region import perturbation_mask
 from localbo.policies.violation import bilog, total_violation, typical_size
 
 REGION_SEARCH = SearchSettings(num_restarts=2, raw_samples=128, mc_samples=64, maxiter=50)  # per region and pick
@@ -303,9 +304,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=int(torch.randint(2**31, (1,), generator=g)))
         pert = lower + (upper - lower) * sobol.draw(n, dtype=torch.float64)
         base = bases[torch.randint(bases.shape[0], (n,), generator=g)]
-        mask = torch.rand(n, d, generator=g, dtype=torch.float64) <= min(1.0, request.config.perturbed_coordinates / d)
-        empty = ~mask.any(-1)
-        mask[empty, torch.randint(d, (int(empty.sum()),), generator=g)] = True
+        mask = perturbation_mask(n, d, request.config.perturbed_coordinates, g)
         return torch.where(mask, pert, base)
 
     def _pick(

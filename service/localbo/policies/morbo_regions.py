@@ -14,6 +14,7 @@ from torch import Tensor
 from localbo.policies.base import PolicyConfig, PolicyState
 from localbo.policies.gp import Hypers
 from localbo.policies.pareto import hypervolume, hypervolume_contributions, non_dominated
+from localbo.policies.turbo_region import perturbed_coordinates_field
 
 MATCH_TOLERANCE = 1e-6  # a result within this (max-norm) of a proposed point is that point's
 MAX_PROPOSED = 512  # proposed points a region remembers while their results are out
@@ -34,12 +35,7 @@ class MorboConfig(PolicyConfig):
     )
     success_margin: float = Field(default=1e-3, ge=0, le=1, description="Relative hypervolume gain of a success")
     candidates: int = Field(default=4096, ge=1, le=100_000, description="Thompson-sampling candidates per region")
-    perturbed_coordinates: float = Field(
-        default=20.0,
-        gt=0,
-        le=10_000,
-        description="Each coordinate of a candidate moves with probability min(1, this / d)",
-    )
+    perturbed_coordinates: float = perturbed_coordinates_field()
     min_region_data: int = Field(default=250, ge=2, le=100_000, description="Fewest results a region's GPs see")
     max_region_data: int = Field(default=2000, ge=2, le=100_000, description="Most results a region's GPs see")
     winsorize: float = Field(default=0.05, ge=0, lt=0.5, description="Worst share of each objective clipped")

@@ -126,6 +126,7 @@ from localbo.policies.turbo_region import (
     Region,
     TurboConfig,
     TurboState,
+    perturbation_mask,
     region_mask,
     restart_at_incumbent,
     trust_region,
@@ -432,10 +433,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 return sample(request.polytope, n, g, thinning=1).to(centre)
         sobol = torch.quasirandom.SobolEngine(d, scramble=True, seed=int(torch.randint(2**31, (1,), generator=g)))
         pert = lower + (upper - lower) * sobol.draw(n, dtype=torch.float64).to(centre)
-        moves = min(1.0, request.config.perturbed_coordinates / d)
-        mask = torch.rand(n, d, generator=g, dtype=torch.float64).to(centre) <= moves
-        empty = ~mask.any(-1)
-        mask[empty, torch.randint(d, (int(empty.sum()),), generator=g).to(centre.device)] = True
+        mask = perturbation_mask(n, d, request.config.perturbed_coordinates, g).to(centre.device)
         points = torch.where(mask, pert, centre.expand(n, d))
         on_lower, on_upper = lower <= 0, upper >= 1
         if faces and bool((on_lower ^ on_upper).any()):

@@ -19,6 +19,25 @@ from localbo.policies.violation import best_index
 SUCCESS_MARGIN = 1e-3  # relative improvement that counts as a success (the paper's)
 
 
+def perturbed_coordinates_field() -> Any:
+    """The setting of turbo and morbo: how many coordinates a candidate moves, on average (TuRBO's 20)."""
+    return Field(
+        default=20.0,
+        gt=0,
+        le=10_000,
+        description="Each coordinate of a candidate moves from its centre with probability min(1, this / d)",
+    )
+
+
+def perturbation_mask(n: int, d: int, perturbed_coordinates: float, g: torch.Generator) -> Tensor:
+    """n x d booleans on the CPU: which coordinates of each candidate move (probability min(1, p / d) each, at least
+    one per candidate), TuRBO's rule."""
+    mask = torch.rand(n, d, generator=g, dtype=torch.float64) <= min(1.0, perturbed_coordinates / d)
+    empty = ~mask.any(-1)
+    mask[empty, torch.randint(d, (int(empty.sum()),), generator=g)] = True
+    return mask
+
+
 class TurboConfig(PolicyConfig):
     n_init: int | None = Field(default=None, ge=2, le=10_000, description="Initial Sobol design per region (2 d)")
     batch_size: int = Field(default=1, ge=1, le=1000, description="Points per batch q (at least the ask's count)")
@@ -39,12 +58,7 @@ class TurboConfig(PolicyConfig):
     candidates: int | None = Field(
         default=None, ge=1, le=100_000, description="Thompson-sampling candidates (min(5000, max(2000, 200 d)))"
     )
-    perturbed_coordinates: float = Field(
-        default=20.0,
-        gt=0,
-        le=10_000,
-        description="Each coordinate of a candidate moves from the centre with probability min(1, this / d)",
-    )
+    perturbed_coordinates: float = perturbed_coordinates_field()
 
 
 class Region(BaseModel):
