@@ -36,6 +36,7 @@ again (a change that touches one problem's runs). Give the whole plan (the same 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import subprocess
@@ -106,13 +107,19 @@ def execute_at_checkpoints(key: Key) -> tuple[dict[str, Any] | None, str | None]
 
 
 def applies(method: str, problem: str) -> bool:
-    """``-avoid`` runs only where evaluations can fail, ``-safe`` only where there are outcome constraints."""
+    """``-avoid`` runs only where evaluations can fail, ``-safe`` only where there are outcome constraints and a
+    known-feasible point to start from (ackley10 has none: such a run could only fail)."""
     modes = split_method(method)[1]
     if "avoid" in modes:
         return get_problem(problem).fails is not None
     if "safe" in modes:
-        return get_problem(problem).m > 0
+        return get_problem(problem).m > 0 and has_safe_seed(problem)
     return True
+
+
+@functools.cache
+def has_safe_seed(problem: str) -> bool:
+    return get_problem(problem).safe_seed() is not None
 
 
 def contains(run: dict[str, Any], commit: str) -> bool:
@@ -300,7 +307,8 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         + f"; {meta['jobs']} run(s) side by side, {meta['threads']} torch thread(s) each, niced.",
     ]
     lines += runs_by_commit(state["runs"], meta["problems"], meta["methods"], ",".join(meta.get("rerun") or []),
-                            "those methods' runs made before that commit ran again")  # fmt: skip
+                            "those methods' runs made before that commit ran again"
+                            + (f", of the runs `--only {meta['only']}` names" if meta.get("only") else ""))  # fmt: skip
     if meta.get("not_run"):
         lines += ["", f"**Cut** (`--deadline-min {meta['deadline_min']}`, `--only {meta.get('only')}`): "
                   f"{len(meta['not_run'])} "

@@ -42,3 +42,13 @@ def test_smoke_run_tables_each_method_with_feasibility_and_costs(tmp_path: Path)
 def test_smoke_refuses_to_write_into_the_committed_results() -> None:
     done = run_benchmark("constrained.py", "--smoke", "--out", str(BENCHMARKS / "results"), timeout=60, ok=False)
     assert done.returncode == 2 and "--smoke does not write into benchmarks/results" in done.stderr
+
+
+def test_safe_mode_is_planned_only_where_a_known_feasible_point_exists(tmp_path: Path) -> None:
+    """ackley10 has no known-feasible seed among 4,096 Sobol points: a safe run there could only fail, so the plan
+    leaves it out rather than recording a failure (c_gramacy has one and runs)."""
+    args = ("--out", str(tmp_path), "--problems", "ackley10,c_gramacy", "--methods", "minucb-safe")
+    run_benchmark("constrained.py", *args, "--seeds", "1", "--evals", "3", timeout=200)
+    data = json.loads((tmp_path / "constrained.json").read_text())
+    assert [(r["problem"], r["method"]) for r in data["runs"]] == [("c_gramacy", "minucb-safe")]
+    assert not data["failed"]
