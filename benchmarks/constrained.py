@@ -61,7 +61,7 @@ from harness.constrained import (  # noqa: E402
     split_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
+from harness.sweep import Key, by_se, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "constrained"
@@ -231,7 +231,8 @@ def goals(dim: int, rows: dict[str, Any]) -> dict[str, Any]:
                 target, rule = (0.5 * pc["mean"] if pc["mean"] > 0 else pc["mean"]), "<= 0.5 x peer"
             else:
                 target, rule = pc["mean"] + (pc["se"] or 0.0), "<= peer + 1 SE"
-            entry.update(target=target, rule=rule, met=oc["mean"] <= target)
+            distance = abs(target - oc["mean"]) / oc["se"] if oc["se"] else None  # ours' from the target, in SE
+            entry.update(target=target, rule=rule, met=oc["mean"] <= target, by_se=distance)
         elif "mean" in oc:
             entry.update(rule="ours feasible in every seed, the peer not", met=True)
         elif "mean" in pc:
@@ -242,12 +243,12 @@ def goals(dim: int, rows: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def careful_goals(table: dict[str, Any]) -> list[str]:
+def careful_goals(table: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 30's goals for failures and safe mode, from the table's rows: a ``-avoid`` method's failed share at
     most half its plain policy's; a ``-safe`` run with at most 5 % of its evaluations infeasible while its last
-    best feasible value is within 10 % of its plain policy's (|f_safe - f| <= 0.1 |f|, f the plain run's mean)."""
-    lines = ["", "## Goals for failures and safe mode (issue 30)", "",
-             "| problem | method | against | measured | target | met |", "|---|---|---|---|---|---|"]  # fmt: skip
+    best feasible value is within 10 % of its plain policy's (|f_safe - f| <= 0.1 |f|, f the plain run's mean).
+    One verdict per (problem, careful method): ``measured`` says what was compared, ``met`` True / False / None."""
+    out = []
     for name, t in table.items():
         rows = t["rows"]
         for method, r in rows.items():
@@ -256,27 +257,55 @@ def careful_goals(table: dict[str, Any]) -> list[str]:
             if mode not in ("avoid", "safe") or base not in rows:
                 continue
             plain = rows[base]
+            verdict = {"problem": name, "method": method, "against": base}
             if mode == "avoid":
                 ours, theirs = r["failed"][0], plain["failed"][0]
-                met = ours <= 0.5 * theirs if theirs > 0 else None
-                lines.append(f"| {name} | {method} | {base} | failed {ours:.3f} vs {theirs:.3f} of evaluations "
-                             f"| <= 0.5 x | {_met(met)} |")  # fmt: skip
+                out.append(
+                    verdict
+                    | {
+                        "measured": f"failed {ours:.3f} vs {theirs:.3f} of evaluations",
+                        "target": "<= 0.5 x",
+                        "met": ours <= 0.5 * theirs if theirs > 0 else None,
+                    }
+                )
                 continue
             share = r["infeasible"][0]
             ours_f = r["last"]  # both at the safe runs' budget (the plain policy's best so far at that evaluation)
             plain_f = plain["regret"].get(str(r["evals"])) or trace_cell(plain, r["evals"]) or plain["last"]
+            verdict["target"] = "<= 0.05 and within 10 %"
             missing = [m for m, f in ((method, ours_f), (base, plain_f)) if f is None or "mean" not in f]
             if missing:  # a seed of that method without a feasible value: no mean to compare
-                lines.append(f"| {name} | {method} | {base} | infeasible {share:.3f}; {' and '.join(missing)}: no "
-                             f"feasible value in some seed | <= 0.05 and within 10 % | {_met(None)} |")  # fmt: skip
+                out.append(verdict | {"measured": f"infeasible {share:.3f}; {' and '.join(missing)}: no feasible "
+                                      "value in some seed", "met": None})  # fmt: skip
                 continue
             optimum = t["optimum"] or 0.0
             f_safe, f_plain = ours_f["mean"] + optimum, plain_f["mean"] + optimum  # regrets back to values
             close = abs(f_safe - f_plain) <= 0.1 * abs(f_plain) or f_safe <= f_plain
-            lines.append(
-                f"| {name} | {method} | {base} | infeasible {share:.3f}; best {f_safe:.4g} vs {f_plain:.4g} "
-                f"| <= 0.05 and within 10 % | {_met(share <= 0.05 and close)} |"
-            )
+            out.append(verdict | {"measured": f"infeasible {share:.3f}; best {f_safe:.4g} vs {f_plain:.4g}",
+                                  "met": share <= 0.05 and close})  # fmt: skip
+    return out
+
+
+def goal_counts(table: dict[str, Any]) -> dict[str, int]:
+    """How many value goals are met of those decided, and on how many problems with a careful (``-avoid`` /
+    ``-safe``) method one of them meets its goal: what the README and the issue note count."""
+    value = [g["met"] for t in table.values() for g in t["goals"].values()]
+    careful: dict[str, bool] = {}
+    for v in careful_goals(table):
+        careful[v["problem"]] = careful.get(v["problem"], False) or bool(v["met"])
+    return {"value_met": sum(m is True for m in value), "value_goals": len(value),
+            "careful_met": sum(careful.values()), "careful_problems": len(careful)}  # fmt: skip
+
+
+def careful_lines(table: dict[str, Any]) -> list[str]:
+    counts = goal_counts(table)
+    lines = ["", "## Goals for failures and safe mode (issue 30)", "",
+             f"Met on {counts['careful_met']} of {counts['careful_problems']} problems (a problem counts when one of "
+             "its careful methods meets its goal).", "",
+             "| problem | method | against | measured | target | met |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for v in careful_goals(table):
+        lines.append(f"| {v['problem']} | {v['method']} | {v['against']} | {v['measured']} | {v['target']} "
+                     f"| {_met(v['met'])} |")  # fmt: skip
     return lines
 
 
@@ -348,7 +377,9 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         "ucb are global and count here too.) A method cut below the row's",
         "budget counts with its value at its last evaluation, `(at N: a bound)`: an upper bound on its regret at the",
         "row's budget (best so far only falls); against a peer's bound a `no` is certain and a `yes` is not, and a",
-        "bound of ours only counts against us.",
+        "bound of ours only counts against us. `by`: how far ours is from the target, in ours' standard errors; a",
+        'verdict by under 2 may turn in another realisation of the same seeds (`league_findings.md`, "Another',
+        'machine, another path").',
         "",
         "| problem | d | evals | ours | ours' regret | best peer | peer's regret | target | met |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -361,11 +392,14 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
                 continue
             target = f"{g['rule']}: {g['target']:.4g}" if "target" in g else g["rule"]
             met = {True: "yes", False: "**no**", None: "not decided"}[g["met"]]
+            met += f" (by {by_se(g['by_se'])} SE)" if g.get("by_se") is not None else ""
             lines.append(
                 f"| {name} | {t['dim']} | {k} | {g['ours']} | {show(g['ours_cell'])} | {g['peer']} "
                 f"| {show(g['peer_cell'])} | {target} | {met} |"
             )
-    lines += careful_goals(table)
+    counts = goal_counts(table)
+    lines += ["", f"Value goals met: {counts['value_met']} of {counts['value_goals']}."]
+    lines += careful_lines(table)
     for name, t in table.items():
         opt = "unknown" if t["optimum"] is None else f"{t['optimum']:.6g} ({t['optimum_from']})"
         lines += [
@@ -392,6 +426,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
 def write(out: Path, state: dict[str, Any]) -> None:
     meta = state["meta"]
     state["table"] = aggregate(state["runs"], meta["problems"], meta["methods"])
+    state["goals"] = goal_counts(state["table"]) | {"careful": careful_goals(state["table"])}
     (out / f"{NAME}.json").write_text(json.dumps(state, indent=1) + "\n")
     (out / f"{NAME}.md").write_text(markdown(state, state["table"]))
 

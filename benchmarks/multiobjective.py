@@ -62,7 +62,7 @@ from harness.multiobjective import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
+from harness.sweep import Key, by_se, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
@@ -113,11 +113,6 @@ def show(c: dict[str, Any] | None) -> str:
     if c is None:
         return "-"
     return fmt(c["mean"], c["se"]) + (f" ({c['at_floor']} at the floor)" if c["at_floor"] else "")
-
-
-def by_se(distance: float) -> str:
-    """A goal's distance from its target in standard errors, as the table and the README show it."""
-    return f"{distance:.2g}" if distance < 10 else f"{distance:.0f}"
 
 
 def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str]) -> dict[str, Any]:

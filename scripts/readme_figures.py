@@ -104,6 +104,35 @@ def multiobjective() -> str:
     return " ".join([head, *lines])  # one line: the README stays short
 
 
+def constrained() -> str:
+    """Issue 30's goal counts from ``constrained.json``, and the verdicts that are not met or sit within two
+    standard errors of their line (the ones another realisation may turn)."""
+    data = json.loads((RESULTS / "constrained.json").read_text())
+    counts = data["goals"]
+    near = []
+    for problem, t in data["table"].items():
+        for k, g in t["goals"].items():
+            if g.get("met") is None or (g["met"] and (g.get("by_se") is None or g["by_se"] >= 2)):
+                continue
+            verdict = "met" if g["met"] else "not met"
+            if g.get("by_se") is not None:
+                verdict += f" (by {g['by_se']:.2g} SE)"
+            seeds = g["ours_cell"]["seeds"]
+            near.append(f"{problem} @{k} {g['ours']} {g['ours_cell']['mean']:.3g} ({seeds} seeds) against {g['peer']} "
+                        f"{g['peer_cell']['mean']:.3g}, goal {g['target']:.3g}: {verdict}")  # fmt: skip
+    met_on = {v["problem"] for v in counts["careful"] if v["met"]}
+    missed = [f"{v['problem']} {v['method']} ({v['measured']})" for v in counts["careful"]
+              if v["met"] is False and v["problem"] not in met_on]  # fmt: skip
+    return (
+        "Constraints (`constrained.md`; regret of the best feasible value, mean over seeds, lower is better): "
+        f"issue 30's value goals met at {counts['value_met']} of {counts['value_goals']}"
+        + (f", within two standard errors of the line: {'; '.join(near)}" if near else "")
+        + f". Failures and safe mode met on {counts['careful_met']} of {counts['careful_problems']} problems"
+        + (f"; not on {'; '.join(missed)}" if missed else "")
+        + "."
+    )
+
+
 def _dashboard() -> tuple[dict, dict[tuple[str, str, int], dict]]:
     data = json.loads((RESULTS / "dashboard.json").read_text())
     return data["meta"], {(r["system"], r["backend"], r["trials"]): r for r in data["rows"]}
@@ -163,7 +192,7 @@ def dashboard_big() -> str:
 BLOCKS: dict[str, Callable[[], str]] = {
     "throughput": throughput,
     "startup": startup,
-    "league": lambda: league() + "\n" + multiobjective(),  # the science: one objective, then several
+    "league": lambda: "\n".join([league(), constrained(), multiobjective()]),  # one objective, limits, several
     "dashboard-live": dashboard_live,
     "dashboard-big": dashboard_big,
 }

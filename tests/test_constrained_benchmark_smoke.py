@@ -32,7 +32,12 @@ def test_smoke_run_tables_each_method_with_feasibility_and_costs(tmp_path: Path)
     assert runs[("fail_hartmann6", "random")]["failed"] > 0, "random lands in the failure region"
     assert all(r["equality_violations"] == 0 for r in data["runs"]), "every mixture point has sum x = 1"
     assert runs[("c_gramacy", "turbo")]["best"]["12"] is not None, "SCBO finds a feasible point on Gramacy"
+    goals = data["goals"]  # what the README counts: every decided value goal, the careful goals per problem
+    assert goals["value_goals"] == sum(len(t["goals"]) for t in data["table"].values())
+    assert {v["problem"] for v in goals["careful"]} == {"c_gramacy", "mixture8", "fail_hartmann6"}
+    assert goals["careful_problems"] == 3 and 0 <= goals["careful_met"] <= 3
     text = (tmp_path / "constrained.md").read_text()
+    assert f"Value goals met: {goals['value_met']} of {goals['value_goals']}." in text
     assert text.startswith("# Constrained benchmark") and "## Goals (issue 30)" in text
     assert "## Goals for failures and safe mode (issue 30)" in text and "| mixture8 | turbo-safe | turbo |" in text
     assert "| turbo | 1 | 12 |" in text and "## mixture8 (d = 8, 1 outcome constraint(s), sum x = 1" in text

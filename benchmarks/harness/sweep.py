@@ -140,6 +140,11 @@ def mean_se(values: list[float]) -> tuple[float, float | None]:
     return m, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None)
 
 
+def by_se(distance: float) -> str:
+    """A goal's distance from its target in standard errors, as the tables and the README show it."""
+    return f"{distance:.2g}" if distance < 10 else f"{distance:.0f}"
+
+
 def fmt(m: float, se: float | None) -> str:
     return f"{m:.4g}" if se is None else f"{m:.4g} ± {se:.2g}"
 
