@@ -406,16 +406,3 @@ def test_same_seed_same_points_and_the_global_rng_untouched(name: str) -> None:
     for a, b in zip(first, second, strict=True):
         assert torch.equal(a.X, b.X) and a.state == b.state and worst(P, a.X) <= TOL
     assert d == X.shape[1]
-
-
-def test_the_local_safe_threshold_rises_as_turbos_when_results_broke_a_limit_more_often_than_delta() -> None:
-    from localbo.policies.local_constraints import Constraints
-    from localbo.policies.violation import SAFE_MARGIN
-
-    kept = torch.full((20, 2), -1.0, dtype=torch.float64)
-    broken = kept.clone()
-    broken[:4, 1] = 0.5  # 4 of 20 results broke the second limit: 3 more than delta = 0.05 allows
-    base = 1 - 0.05 / SAFE_MARGIN
-    assert Constraints(polytope=None, delta=0.05, beta=2.0, C=kept).threshold == base
-    assert Constraints(polytope=None, delta=0.05, beta=2.0, C=broken).threshold > base
-    assert Constraints(polytope=None, delta=None, beta=2.0, C=broken).threshold == 0.5, "outside safe mode"

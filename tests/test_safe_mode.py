@@ -134,28 +134,6 @@ def test_turbo_in_safe_mode_violates_rarely_and_still_improves() -> None:
     assert float(f(X)[feasible].min()) < 0.5 * float(f(seed)), "it moved towards the target inside the safe disc"
 
 
-def test_turbo_in_safe_mode_asks_within_a_smaller_safe_set_after_limits_were_broken(monkeypatch: Any) -> None:
-    """The same data (8 points near the seed, inside the safe disc, and 4 far outside it: the study has broken its
-    promise 4 - 12 x 0.05 times over), asked with the adaptive margin off and on: with it on the safe threshold is
-    higher, so the safe set is smaller."""
-    from localbo.policies import violation
-
-    g = torch.Generator().manual_seed(0)
-    inside = 0.3 + 0.1 * torch.rand(8, 2, generator=g, dtype=torch.float64)
-    outside = 0.85 + 0.1 * torch.rand(4, 2, generator=g, dtype=torch.float64)
-    X = torch.cat([inside, outside])
-    y = ((X - 0.9) ** 2).sum(-1)
-    c = ((X - 0.3) ** 2).sum(-1).sqrt() - 0.35
-
-    def share(adapt: float) -> float:
-        monkeypatch.setattr(violation, "SAFE_ADAPT", adapt)
-        request = make_request("turbo", X, y, count=1, config={"candidates": 400})
-        request = dataclasses.replace(request, C=c.reshape(-1, 1), max_violation_probability=0.05)
-        return float(get_policy("turbo")().suggest(request).state.safe_share)
-
-    assert share(violation.SAFE_ADAPT) < share(0.0)
-
-
 def test_a_local_policy_in_safe_mode_starts_at_the_first_seed(api: Any) -> None:
     seed = {"a": 0.2, "b": 0.4}
     body = {"name": unique(), "space": SPACE, "policy": "minucb", "seed": 3, **SAFE}

@@ -65,14 +65,3 @@ def test_loo_spread_is_near_one_for_a_model_that_fits_and_large_for_one_that_doe
     too_sure = fit_model(X, wiggly, "matern52", fit=False)  # the prior's long lengthscales: over-confident
     too_sure.likelihood.noise = torch.tensor([1e-4], dtype=DTYPE)
     assert loo_spread(too_sure) > 2.0
-
-
-def test_the_safe_threshold_tightens_only_while_more_evaluations_broke_a_limit_than_delta_allows() -> None:
-    from localbo.policies.violation import SAFE_MARGIN, safe_threshold
-
-    base = 1 - 0.05 / SAFE_MARGIN
-    assert abs(safe_threshold(0.05, broke=0, n=10) - base) < 1e-12
-    assert abs(safe_threshold(0.05, broke=5, n=100) - base) < 1e-12, "5 of 100 is what delta allows"
-    one, three = safe_threshold(0.05, broke=2, n=20), safe_threshold(0.05, broke=4, n=20)
-    assert base < one < three < 1, "each violation beyond n delta raises the bar"
-    assert safe_threshold(0.05, broke=2, n=200) == safe_threshold(0.05, broke=0, n=0), "diluted: back to the base"

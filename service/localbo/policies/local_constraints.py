@@ -27,8 +27,7 @@ Safe mode uses the product of the per-constraint probabilities, the failure mode
 when PF(x) >= 1 - delta / SAFE_MARGIN (with delta = 0.05, a joint chance of a violation of at most 0.5 % under the
 models: the contract's 1 - delta with turbo's margin, for the points are picked at the safe set's edge, where the
 models are least sure; on welded_beam, tension_compression, speed_reducer and mixture8 (minucb, seeds 0-1, 50
-evaluations) it cut the violating evaluations from 50 to 33 of 350), raised as turbo's while more results broke a
-limit than delta allows (``violation.safe_threshold``). A point is *likely feasible* when PF(x) >= 1/2
+evaluations) it cut the violating evaluations from 50 to 33 of 350). A point is *likely feasible* when PF(x) >= 1/2
 (outside safe mode) or safe (in safe mode).
 
     step          the policy's own rule within box ∩ polytope, subject to every constraint's optimistic bound (in safe
@@ -82,7 +81,7 @@ from localbo.policies.closed_form import Posterior
 from localbo.policies.exploration_region import ExplorationRegion
 from localbo.policies.polytope import EmptyRegion, feasible_or_none
 from localbo.policies.polytope_steps import Rows, inside, into_polytope, slsqp
-from localbo.policies.violation import active_constraint, bilog, safe_threshold, total_violation, typical_size
+from localbo.policies.violation import SAFE_MARGIN, active_constraint, bilog, total_violation, typical_size
 
 SHORTEN = (0.5, 0.25, 0.125)  # the fractions of a step tried when the full step is not likely feasible
 TIE_BREAK = 1e-3  # restoration: the weight of -log PF beside the mean violation (ties where no mean is past a bound)
@@ -182,16 +181,11 @@ class Constraints:
     def safe(self) -> bool:
         return self.delta is not None
 
-    @cached_property
+    @property
     def threshold(self) -> float:
-        """PF at or above which a point is likely feasible: in safe mode 1 - delta / SAFE_MARGIN (as turbo: the
-        step and the exploration points sit at the safe set's edge, where the models are least sure), raised
-        while more results broke a limit than delta allows (``violation.safe_threshold``); else 1/2."""
-        if self.delta is None:
-            return 0.5
-        n = 0 if self.C is None else self.C.shape[0]
-        broke = 0 if self.C is None or not n else int((self.C.amax(-1) > 0).sum())
-        return safe_threshold(self.delta, broke + self.n_failed, n + self.n_failed)
+        """PF at or above which a point is likely feasible: 1 - delta / SAFE_MARGIN in safe mode (as turbo: the
+        step and the exploration points sit at the safe set's edge, where the models are least sure), else 1/2."""
+        return 1.0 - self.delta / SAFE_MARGIN if self.delta is not None else 0.5
 
     def posteriors(self) -> tuple[Posterior, ...]:
         return (*self.outcome, self.failure) if self.failure is not None else self.outcome

@@ -85,11 +85,8 @@ In safe mode (``request.max_violation_probability`` = delta) nothing is asked th
               (``loo_spread``); the margin because the batch is picked at the safe set's edge, by the lowest of
               many samples, where the models are over-confident: at 1 - delta 8.4 % of the evaluations broke a
               limit, at 1 - delta / 4 6 %, at 1 - delta / 10 fewer again at a small cost in value, at / 20 a
-              larger one (``constrained_findings.md``); the threshold rises further (``violation.safe_threshold``)
-              while more of the study's evaluations broke a limit than delta allows, so that models over-confident
-              on a problem (welded_beam's stresses) do not keep breaking the promise; and within SAFE_REACH
-              lengthscales (each constraint GP's own) of a point observed feasible, as SafeOpt grows its safe set
-              from the seeds
+              larger one (``constrained_findings.md``); and within SAFE_REACH lengthscales (each constraint GP's
+              own) of a point observed feasible, as SafeOpt grows its safe set from the seeds
     batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again (a point
               observed feasible). ``display`` shows the safe set's share of the candidates.
 
@@ -137,11 +134,11 @@ from localbo.policies.turbo_region import (
     update_failed,
 )
 from localbo.policies.violation import (
+    SAFE_MARGIN,
     active_constraint,
     best_index,
     bilog,
     safe_probability,
-    safe_threshold,
     total_violation,
     typical_size,
     within_reach,
@@ -369,9 +366,10 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 ruled_out = predicted
         safe_share = None
         if request.max_violation_probability is not None:
-            broke = int((total_violation(request.C, request.X.shape[0]) > 0).sum()) + request.n_failed
-            needed = safe_threshold(request.max_violation_probability, broke, request.X.shape[0] + request.n_failed)
-            safe = safe_probability(constraints, on_model, calibrated=True) >= needed
+            safe = (
+                safe_probability(constraints, on_model, calibrated=True)
+                >= 1 - request.max_violation_probability / SAFE_MARGIN
+            )
             if anchors is not None and anchors.shape[0]:
                 safe &= within_reach(constraints, on_model, anchors.to(on_model))
             safe_share = float(safe.double().mean())

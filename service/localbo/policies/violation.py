@@ -12,10 +12,6 @@ and the local policies' constraint models.
                       mode; sigma_j^2 = the latent variance + the fitted noise), each sigma_j optionally widened by
                       the model's leave-one-out spread (``loo_spread``)
     within reach      within SAFE_REACH lengthscales of a point observed feasible (safe mode: where the models know)
-    safe threshold    P(safe) >= Phi(z0 + SAFE_ADAPT max(0, b - n delta)), z0 = Phi^-1(1 - delta / SAFE_MARGIN), over
-                      the study's n evaluations of which b broke a limit (or failed): the margin tightens while
-                      more evaluations broke a limit than delta allows (adaptive conformal inference's update,
-                      Gibbs & Candes 2021, one-sided and summed in closed form, so it needs no state)
 """
 
 from __future__ import annotations
@@ -102,20 +98,6 @@ def safe_probability(constraints: list[SingleTaskGP], X: Tensor, calibrated: boo
 
 
 SAFE_MARGIN = 10  # safe mode asks points safe with probability 1 - delta / 10 (turbo's docstring says why)
-SAFE_ADAPT = 0.5  # z added per evaluation beyond n delta that broke a limit (constrained_findings.md: welded_beam)
-
-
-def safe_threshold(delta: float, broke: int, n: int) -> float:
-    """The P(safe) a safe-mode point needs after ``n`` evaluations of which ``broke`` broke a limit or failed:
-    1 - delta / SAFE_MARGIN while at most n delta did, higher by SAFE_ADAPT in z for each one beyond. The models'
-    probabilities are only as good as their calibration; where they are over-confident (welded_beam's stresses)
-    the realised violations say so, and the margin follows them instead of the promise being broken."""
-    normal = torch.distributions.Normal(0.0, 1.0)
-    z0 = float(normal.icdf(torch.tensor(1.0 - delta / SAFE_MARGIN, dtype=torch.float64)))
-    z = z0 + SAFE_ADAPT * max(0.0, broke - n * delta)
-    return float(normal.cdf(torch.tensor(z, dtype=torch.float64)))
-
-
 SAFE_REACH = 0.5  # safe mode: how far from a point observed feasible a candidate may be, in lengthscales
 
 
