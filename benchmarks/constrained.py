@@ -286,24 +286,24 @@ def careful_goals(table: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def goal_counts(table: dict[str, Any]) -> dict[str, int]:
-    """How many value goals are met of those decided, and on how many problems with a careful (``-avoid`` /
-    ``-safe``) method one of them meets its goal: what the README and the issue note count."""
+def goal_counts(table: dict[str, Any]) -> dict[str, Any]:
+    """How many value goals are met of those decided, on how many problems with a careful (``-avoid`` / ``-safe``)
+    method one of them meets its goal, and every careful verdict: what the README and the issue note count."""
     value = [g["met"] for t in table.values() for g in t["goals"].values()]
+    verdicts = careful_goals(table)
     careful: dict[str, bool] = {}
-    for v in careful_goals(table):
+    for v in verdicts:
         careful[v["problem"]] = careful.get(v["problem"], False) or bool(v["met"])
     return {"value_met": sum(m is True for m in value), "value_goals": len(value),
-            "careful_met": sum(careful.values()), "careful_problems": len(careful)}  # fmt: skip
+            "careful_met": sum(careful.values()), "careful_problems": len(careful), "careful": verdicts}  # fmt: skip
 
 
-def careful_lines(table: dict[str, Any]) -> list[str]:
-    counts = goal_counts(table)
+def careful_lines(counts: dict[str, Any]) -> list[str]:
     lines = ["", "## Goals for failures and safe mode (issue 30)", "",
              f"Met on {counts['careful_met']} of {counts['careful_problems']} problems (a problem counts when one of "
              "its careful methods meets its goal).", "",
              "| problem | method | against | measured | target | met |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for v in careful_goals(table):
+    for v in counts["careful"]:
         lines.append(f"| {v['problem']} | {v['method']} | {v['against']} | {v['measured']} | {v['target']} "
                      f"| {_met(v['met'])} |")  # fmt: skip
     return lines
@@ -399,7 +399,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
             )
     counts = goal_counts(table)
     lines += ["", f"Value goals met: {counts['value_met']} of {counts['value_goals']}."]
-    lines += careful_lines(table)
+    lines += careful_lines(counts)
     for name, t in table.items():
         opt = "unknown" if t["optimum"] is None else f"{t['optimum']:.6g} ({t['optimum_from']})"
         lines += [
@@ -426,7 +426,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
 def write(out: Path, state: dict[str, Any]) -> None:
     meta = state["meta"]
     state["table"] = aggregate(state["runs"], meta["problems"], meta["methods"])
-    state["goals"] = goal_counts(state["table"]) | {"careful": careful_goals(state["table"])}
+    state["goals"] = goal_counts(state["table"])
     (out / f"{NAME}.json").write_text(json.dumps(state, indent=1) + "\n")
     (out / f"{NAME}.md").write_text(markdown(state, state["table"]))
 
