@@ -1,20 +1,21 @@
-"""``Study``: one study on the server: ask, tell, fail, tell-and-ask, heartbeat, external trials, listings, best or
-the Pareto front, exports and ``optimize``. Made by ``Client.create_study`` / ``get_study``."""
+"""``Study``: one study on the server: ask, tell, fail, tell-and-ask, heartbeat, external trials, notes and
+``optimize``; its reads (listings, best or the Pareto front, exports) come from ``StudyResults``
+(``study_results.py``). Made by ``Client.create_study`` / ``get_study``."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Any, Literal, Protocol, overload
+from collections.abc import Callable
+from typing import Any, Literal, overload
 
 import httpx
 
 from localbo_client import optimizing
 from localbo_client.errors import LocalboError
 from localbo_client.outcomes import Result, result_body
-from localbo_client.retrying import RetryPolicy
+from localbo_client.study_results import Connection, StudyResults
 from localbo_client.trial import REASON_CHARS, Trial
 
 log = logging.getLogger("localbo_client")
@@ -26,29 +27,12 @@ SERVICE_ERRORS = (LocalboError, httpx.HTTPError)
 POLICY_WAIT_SECONDS = 900.0  # optimize's asks wait this long for the policy (the server's maximum by default)
 
 
-class Connection(Protocol):
-    """What a Study needs of its ``Client``: one retried call, the timeout and the retry budget."""
-
-    timeout: float
-    retry: RetryPolicy
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: Any = None,
-        idempotent: bool = False,
-        retry_for: float | None = None,
-        timeout: float | None = None,
-    ) -> Any: ...
-
 # How many of the trials it handed out a Study remembers (the latest), so that a tell by number reaches the Trial
 # and sends its token; a number it forgot, or never handed out, is told as it always was.
 REMEMBERED_TRIALS = 1024
 
-class Study:
+
+class Study(StudyResults):
     """One study on the server, made by ``Client.create_study``, ``get_study`` or ``list_studies``.
 
     It remembers the trials it handed out (the latest ``REMEMBERED_TRIALS``), so a tell by number works as a tell
@@ -81,10 +65,6 @@ class Study:
 
     def __repr__(self) -> str:
         return f"Study({self.name!r}, policy={self.info.get('policy')!r})"
-
-    @property
-    def _path(self) -> str:
-        return f"/api/v1/studies/{self.name}"
 
     def refresh(self) -> dict[str, Any]:
         """Read the study again (its summary, note, policy state version) into ``info``, and return it.
@@ -134,7 +114,7 @@ class Study:
         """
         number, known = self._known(trial)
         data = self.client.request("PUT", f"{self._path}/trials/{number}/note", json={"note": note}, idempotent=True)
-        fresh = Trial.from_json(data, self)
+        fresh = self._trial(data)
         if known is not None:
             known.note = fresh.note
         return trial if isinstance(trial, Trial) else fresh
@@ -305,136 +285,7 @@ class Study:
         data = self.client.request(
             "POST", f"{self._path}/trials", json={"params": params, **result_body(value)}, idempotent=True
         )
-        return Trial.from_json(data, self)
-
-    def trials_dataframe(self, state: str | None = None) -> Any:
-        """The trials as a pandas DataFrame, one row each, as Optuna's ``trials_dataframe``: ``number``, ``state``,
-        ``value``, ``params_<name>`` per parameter, ``values_<metric>`` per named metric, ``feasible``, ``source``,
-        ``candidate``, ``reason``, ``note``. Needs ``pip install "localbo-client[pandas]"``.
-
-        ```python
-        df = study.trials_dataframe(state="complete")
-        df.sort_values("value").head()
-        ```
-        """
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError('trials_dataframe needs pandas: pip install "localbo-client[pandas]"') from exc
-        rows = []
-        for t in self.iter_trials(state=state):
-            row: dict[str, Any] = {"number": t.number, "state": t.state, "value": t.value}
-            row |= {f"params_{k}": v for k, v in t.params.items()}
-            row |= {f"values_{k}": v for k, v in (t.values or {}).items()}
-            row |= {"feasible": t.feasible, "source": t.source, "candidate": t.candidate, "reason": t.reason}
-            row |= {"note": t.note}
-            rows.append(row)
-        columns = ["number", "state", "value"]
-        return pd.DataFrame(rows, columns=None if rows else columns)
-
-    def _repr_html_(self) -> str:
-        """A notebook's view: the study's name, policy, counts and best value (or hypervolume), as a small table."""
-        from html import escape
-
-        summary = self.info.get("summary") or {}
-        best = "hypervolume" if summary.get("hypervolume") is not None else "best_value"
-        cells = {
-            "study": self.name,
-            "policy": self.info.get("policy"),
-            "trials": summary.get("n_trials"),
-            "complete": summary.get("n_complete"),
-            "running": summary.get("n_running"),
-            "failed": summary.get("n_failed"),
-            best.replace("_", " "): summary.get(best),
-        }
-        body = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in cells.items())
-        return f"<table>{body}</table>"
-
-    def trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> list[Trial]:
-        """Every trial numbered above ``after`` (only those in ``state``, when given: ``running``, ``complete``,
-        ``failed``, ``stale``), in number order, read ``page_size`` at a time.
-
-        ```python
-        done = study.trials(state="complete")
-        [(t.number, t.value) for t in done]          # [(1, 0.42), (2, 0.57), ...]
-        ```
-        """
-        return list(self.iter_trials(state=state, after=after, page_size=page_size))
-
-    def iter_trials(self, state: str | None = None, after: int = 0, page_size: int = 1000) -> Iterator[Trial]:
-        """``trials``, one page at a time, for a study too large to hold at once.
-
-        ```python
-        for trial in study.iter_trials(state="failed"):
-            print(trial.number, trial.reason)
-        ```
-        """
-        while True:
-            params = {"after": after, "limit": page_size, **({"state": state} if state else {})}
-            page = self.client.request("GET", f"{self._path}/trials", params=params)
-            yield from (Trial.from_json(t, self) for t in page["trials"])
-            if page["next_after"] is None:
-                return
-            after = page["next_after"]
-
-    @property
-    def pareto(self) -> list[Trial]:
-        """A study with several objectives: its Pareto front, the non-dominated feasible completed trials by number
-        (a study with one objective: its best trial, as ``best``).
-
-        ```python
-        [(t.number, t.values) for t in study.pareto]   # [(4, {"yield": 0.81, "cost": 3.1}), ...]
-        ```
-        """
-        return [Trial.from_json(t, self) for t in self.client.request("GET", f"{self._path}/pareto")["trials"]]
-
-    @property
-    def hypervolume(self) -> float | None:
-        """A study with several objectives: the volume its front dominates up to the reference point (None before
-        a feasible result); ``front()`` has the reference point used and the history.
-
-        ```python
-        study.hypervolume                   # 1.73
-        ```
-        """
-        value = self.front()["hypervolume"]
-        return None if value is None else float(value)
-
-    def front(self) -> dict[str, Any]:
-        """``GET .../pareto`` as the server answers it: trials, hypervolume, reference_point (and whether it was
-        inferred), history.
-
-        ```python
-        front = study.front()
-        front["reference_point"], front["hypervolume"]     # ({"yield": 0.0, "cost": 10.0}, 1.73)
-        ```
-        """
-        data: dict[str, Any] = self.client.request("GET", f"{self._path}/pareto")
-        return data
-
-    @property
-    def best(self) -> Trial | None:
-        """The best trial: the best *feasible* one in a study with outcome constraints (None until one is).
-        ``Conflict`` for a study with several objectives: see ``pareto``.
-
-        ```python
-        best = study.best
-        best.number, best.value, best.params        # (31, 0.12, {"x": 0.64})
-        ```
-        """
-        data = self.client.request("GET", f"{self._path}/best")
-        return Trial.from_json(data, self) if data else None
-
-    def export(self, format: str = "json") -> Any:
-        """The study and all its trials: ``format="json"``, a dict (``study``: its record; ``trials``: every
-        trial's); ``"csv"``, the text of a CSV file, one row a trial.
-
-        ```python
-        Path("beam.csv").write_text(study.export("csv"))
-        record = study.export()                       # {"study": {...}, "trials": [...]}
-        ```
-        """
-        return self.client.request("GET", f"{self._path}/export", params={"format": format})
+        return self._trial(data)
 
     def optimize(
         self,
@@ -495,7 +346,7 @@ class Study:
 
     # -- the trials this study handed out -------------------------------------------------------------------------
     def _hand_out(self, records: list[dict[str, Any]]) -> list[Trial]:
-        trials = [Trial.from_json(t, self) for t in records]
+        trials = [self._trial(t) for t in records]
         with self._lock:
             for trial in trials:
                 self._handed_out.pop(trial.number, None)  # a number asked again (the study was created again)
@@ -522,7 +373,7 @@ class Study:
         """Update the trial told with the server's answer, and the one this study handed out under its number if
         that is another object for the same trial (of the same study instance); returns the trial told, or a
         fresh one for a number the study does not know."""
-        fresh = Trial.from_json(data, self)
+        fresh = self._trial(data)
         instance = fresh.token if fresh.token is not None or known is None else known.token
         with self._lock:
             handed = self._handed_out.get(fresh.number)
@@ -534,4 +385,3 @@ class Study:
             target.values, target.feasible = fresh.values, fresh.feasible
             target.lease_expires_at = fresh.lease_expires_at
         return known or fresh
-
