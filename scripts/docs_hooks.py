@@ -146,7 +146,7 @@ MEDIA_EXAMPLES = {
 def rest_reference() -> str:
     """Every route: its parameters, its body's fields and its answer's fields (type, default, meaning), its
     statuses, and one example request and answer; then every schema the routes name, field by field. All
-    from the OpenAPI document, its examples those of ``api/schemas.py``."""
+    from the OpenAPI document, its examples those of ``api/schemas.py`` and ``api/trial_schemas.py``."""
     from localbo.api import create_app
     from localbo.config import Settings
 
@@ -310,8 +310,8 @@ def _cell(text: str, limits: str = "") -> str:
 
 
 def _example(schema: dict[str, Any], components: dict[str, Any], request: bool = False) -> Any:
-    """The schema's own example (``examples`` in ``api/schemas.py``), else one built from its parts: a
-    request shows its required fields, an answer every field."""
+    """The schema's own example (``examples`` in ``api/schemas.py``, ``api/trial_schemas.py``), else one built from
+    its parts: a request shows its required fields, an answer every field."""
     if schema.get("examples"):
         return schema["examples"][0]
     if "$ref" in schema:

@@ -9,7 +9,7 @@ from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, responses
 from localbo.api.notes_schemas import AccessOut, NoteIn, NotesOut, StudyNoteOut
-from localbo.api.schemas import TrialOut
+from localbo.api.trial_schemas import TrialOut
 from localbo.api.trials import TrialNumber
 from localbo.domain.records import TrialRecord
 

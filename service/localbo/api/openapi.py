@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from localbo.api.schemas import TRIAL_TOKEN, MetricValues
+from localbo.api.trial_schemas import TRIAL_TOKEN, MetricValues
 from localbo.export import CSV_COLUMNS
 from localbo.finite_space import MAX_CANDIDATES
 from localbo.policies import registry

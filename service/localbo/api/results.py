@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from localbo.api.examples import TRIAL_EXAMPLE
-from localbo.api.schemas import Params, TrialOut
+from localbo.api.schemas import Params
+from localbo.api.trial_schemas import TrialOut
 from localbo.domain.outcomes import Objective
 
 

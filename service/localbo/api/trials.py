@@ -12,8 +12,8 @@ from localbo import export as exports
 from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, IdempotencyKey, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, conflict, responses
-from localbo.api.schemas import (
-    DB_INT_MAX,
+from localbo.api.schemas import DB_INT_MAX
+from localbo.api.trial_schemas import (
     AskRequest,
     AskResponse,
     ExternalTrial,
