@@ -69,9 +69,9 @@ def test_auto_counts_among_ours_and_the_best_local_policy_keeps_its_own_verdict(
     sys.path.insert(0, str(BENCHMARKS))
     from multiobjective import goals
 
-    def row(mean: float, se: float) -> dict[str, object]:
-        cell = {"seeds": 5, "mean": mean, "se": se, "at_floor": 0}
-        return {"evals": 200, "log_hv_diff": {"100": cell, "200": cell}, "last": cell}
+    def row(mean: float, se: float, seeds: int = 5) -> dict[str, object]:
+        cell = {"seeds": seeds, "mean": mean, "se": se, "at_floor": 0}
+        return {"seeds": seeds, "evals": 200, "log_hv_diff": {"100": cell, "200": cell}, "last": cell}
 
     rows = {"auto": row(0.30, 0.02), "morbo": row(0.98, 0.05), "gpsampler": row(0.31, 0.03)}
     verdict = goals(5, rows)["100"]
@@ -80,3 +80,7 @@ def test_auto_counts_among_ours_and_the_best_local_policy_keeps_its_own_verdict(
     assert math.isclose(verdict["target"], 0.34)
     alone = goals(5, {"morbo": row(0.98, 0.05), "gpsampler": row(0.31, 0.03)})["100"]
     assert (alone["ours"], alone["local"], alone["met"], alone["local_met"]) == ("morbo", "morbo", False, False)
+    lucky = {"morbo-nehvi": row(0.10, 0.01, seeds=2), "morbo": row(0.98, 0.05), "gpsampler": row(0.31, 0.03)}
+    on_5 = goals(5, lucky, seeds=5)["100"]  # a row of ours on fewer seeds than the plan's decides nothing
+    assert (on_5["ours"], on_5["local"], on_5["met"]) == ("morbo", "morbo", False)
+    assert goals(5, lucky, seeds=2)["100"]["ours"] == "morbo-nehvi"
