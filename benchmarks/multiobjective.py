@@ -115,9 +115,15 @@ def show(c: dict[str, Any] | None) -> str:
     return fmt(c["mean"], c["se"]) + (f" ({c['at_floor']} at the floor)" if c["at_floor"] else "")
 
 
-def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str], seeds: int = 1) -> dict[str, Any]:
-    """The table: per problem its rows (one per method) and its goals, where a row of ours needs ``seeds`` seeds
-    (the plan's) to decide one."""
+def aggregate(
+    runs: list[dict[str, Any]],
+    problems: list[str],
+    methods: list[str],
+    seeds: int = 1,
+    seeds_for_problem: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The table: per problem its rows (one per method) and its goals, where a row of ours needs the plan's seeds
+    for that problem (``seeds``, or its ``seeds_for_problem``) to decide one."""
     table: dict[str, Any] = {}
     for name in problems:
         problem = get_problem(name)
@@ -147,7 +153,7 @@ def aggregate(runs: list[dict[str, Any]], problems: list[str], methods: list[str
         table[name] = {
             "dim": problem.dim, "k": problem.k, "m": problem.m, "ref": problem.ref.tolist(), "max_hv": problem.max_hv,
             "max_hv_from": problem.max_hv_from, "domain": problem.domain, "rows": rows,
-            "goals": goals(problem.dim, rows, seeds),
+            "goals": goals(problem.dim, rows, (seeds_for_problem or {}).get(name, seeds)),
         }  # fmt: skip
     return table
 
@@ -305,7 +311,9 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
 
 def write(out: Path, state: dict[str, Any]) -> None:
     meta = state["meta"]
-    state["table"] = aggregate(state["runs"], meta["problems"], meta["methods"], meta["seeds"])
+    state["table"] = aggregate(
+        state["runs"], meta["problems"], meta["methods"], meta["seeds"], meta.get("seeds_for_problem")
+    )
     (out / f"{NAME}.json").write_text(json.dumps(state, indent=1) + "\n")
     (out / f"{NAME}.md").write_text(markdown(state, state["table"]))
 
