@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 from localbo.domain import StudySpace
+from localbo.errors import Conflict
 from localbo.planning.fallback import fallback_points
 from localbo.policies import get_policy
 from localbo.policies.base import Polytope, SuggestRequest
@@ -95,6 +96,19 @@ def test_fallback_points_lie_in_the_box_and_the_polytope_and_in_the_polytope_whe
     assert inside(P, X), "the box misses u1 + u2 <= 0.5: points of the polytope instead"
     unconstrained = fallback_points(unit_space(2), 8, torch.Generator().manual_seed(0), ([0.6, 0.6], [1.0, 1.0]))
     assert all(0.6 <= v <= 1.0 for p in unconstrained for v in p[0]), "without a polytope, as before"
+
+
+def test_fallback_points_are_a_409_naming_the_constraints_when_no_point_holds_them_within_the_tolerance() -> None:
+    """u1 + u2 == 1 and u1 + u2 <= 1 - 1e-7: an LP at its default tolerance calls this feasible; no point is within
+    1e-9 of both, so no point can be asked (a study stored before creation checked this): a 409, not a 500."""
+    P = Polytope(
+        torch.ones(1, 2, dtype=torch.float64),
+        torch.tensor([1 - 1e-7], dtype=torch.float64),
+        torch.ones(1, 2, dtype=torch.float64),
+        torch.ones(1, dtype=torch.float64),
+    )
+    with pytest.raises(Conflict, match="parameter_constraints"):
+        fallback_points(unit_space(2), 4, torch.Generator().manual_seed(0), polytope=P)
 
 
 # --- turbo as SCBO ----------------------------------------------------------------------------------------------

@@ -168,6 +168,27 @@ def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can
             ("no point",),
         ),
         ([{"terms": {"a": 1}, "op": "<", "bound": 1}], "parameter_constraints.0.op", ()),
+        # apart by less than an LP's default tolerance (1e-7) but more than the 1e-9 every point must keep: no
+        # point can be asked, so creation refuses them (they were accepted, then every ask was a 500)
+        *(
+            (
+                [
+                    {"terms": {"a": 1, "b": 1}, "op": "==", "bound": 1},
+                    {"terms": {"a": 1, "b": 1}, "op": op, "bound": b},
+                ],
+                "parameter_constraints",
+                ("no point",),
+            )
+            for op, b in (("<=", 1 - 1e-7), ("<=", 1 - 1e-8), (">=", 1 + 1e-8), ("==", 1 + 1e-7))
+        ),
+        (
+            [
+                {"terms": {"a": 1, "b": 1}, "op": "==", "bound": 1},
+                {"terms": {"a": 2, "b": 2}, "op": "==", "bound": 2.0000001},
+            ],
+            "parameter_constraints",
+            ("no point",),
+        ),
     ],
 )
 def test_parameter_constraints_that_cannot_hold_are_refused(
@@ -320,4 +341,3 @@ def test_int_constraints_with_no_whole_point_are_refused(api: Any) -> None:
     rules = [{"terms": {"n": 2}, "op": "==", "bound": 3}]  # n = 1.5: no whole number
     resp = api.post(API, json={"name": unique(), "space": INTS, "policy": "random", "parameter_constraints": rules})
     refused(resp, "parameter_constraints", "whole numbers")
-

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import torch
 from sqlalchemy.engine import Row
@@ -78,17 +77,7 @@ class StudyHandle:
         """The parameter constraints as the policies take them (None: the whole cube)."""
         if not self.linear:
             return None
-        dim, linear = self.space.dim, self.linear
-
-        def tensor(rows: Any, shape: tuple[int, ...]) -> torch.Tensor:
-            return torch.tensor(rows, dtype=torch.float64, device=device).reshape(shape)
-
-        return Polytope(
-            A_ub=tensor(linear.A_ub, (-1, dim)),
-            b_ub=tensor(linear.b_ub, (-1,)),
-            A_eq=tensor(linear.A_eq, (-1, dim)),
-            b_eq=tensor(linear.b_eq, (-1,)),
-        )
+        return self.linear.polytope(self.space.dim, device)
 
     def keep_integral(self, points: list[PlanPoint]) -> list[PlanPoint]:
         """The points, each moved to the nearest point that keeps the parameter constraints once its ints are

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from localbo.errors import InvalidInput
 from localbo.space import Param, SearchSpace
+
+if TYPE_CHECKING:
+    from localbo.policies.base import Polytope
 
 MetricName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")]
 Finite = Annotated[float, Field(allow_inf_nan=False, strict=True, ge=-1e300, le=1e300)]
@@ -186,6 +189,22 @@ class LinearConstraints:
     def __bool__(self) -> bool:
         return bool(self.A_ub or self.A_eq)
 
+    def polytope(self, dim: int, device: Any = None) -> Polytope:
+        """The constraints as the policies take them (float64 tensors on ``device``)."""
+        import torch
+
+        from localbo.policies.base import Polytope
+
+        def tensor(rows: Any, shape: tuple[int, ...]) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.float64, device=device).reshape(shape)
+
+        return Polytope(
+            A_ub=tensor(self.A_ub, (-1, dim)),
+            b_ub=tensor(self.b_ub, (-1,)),
+            A_eq=tensor(self.A_eq, (-1, dim)),
+            b_eq=tensor(self.b_eq, (-1,)),
+        )
+
     def worst(self, u: list[float]) -> float:
         """The largest violation of ``u`` (<= 0: satisfied), in unit-cube terms."""
         out = -math.inf
@@ -289,15 +308,10 @@ def parse_parameter_constraints(
 
 
 def _region_holds_a_point(linear: LinearConstraints, dim: int) -> bool:
-    from scipy.optimize import linprog
+    """Whether the cube holds a point that satisfies every constraint within ``Polytope.TOLERANCE``: the test the
+    samplers pass or fail by (``policies.polytope``), so that a region an LP's default tolerance (1e-7) accepts but
+    no point of which holds them within 1e-9 (a + b + c == 1 and a + b + c <= 1 - 1e-7) is refused here, not at
+    every ask."""
+    from localbo.policies.polytope import feasible_or_none
 
-    result = linprog(
-        [0.0] * dim,
-        A_ub=[list(r) for r in linear.A_ub] or None,
-        b_ub=list(linear.b_ub) or None,
-        A_eq=[list(r) for r in linear.A_eq] or None,
-        b_eq=list(linear.b_eq) or None,
-        bounds=[(0.0, 1.0)] * dim,
-        method="highs",
-    )
-    return bool(result.status == 0)
+    return feasible_or_none(linear.polytope(dim)) is not None

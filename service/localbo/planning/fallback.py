@@ -14,7 +14,7 @@ import torch
 from localbo.domain import Source, StudySpace
 from localbo.errors import Conflict
 from localbo.policies.base import Polytope
-from localbo.policies.polytope import feasible_or_none, sample
+from localbo.policies.polytope import EmptyRegion, feasible_or_none, sample
 from localbo.storage.plan_queue import PlanPoint
 
 
@@ -30,7 +30,8 @@ def fallback_points(
     snapped; on a finite space, distinct candidates outside ``taken`` (a 409 when too few are left).
 
     With ``polytope`` (the study's parameter constraints in the unit cube), hit-and-run samples of box ∩ polytope,
-    or of cube ∩ polytope when the box misses it (``policies.polytope``), from the same generator."""
+    or of cube ∩ polytope when the box misses it (``policies.polytope``), from the same generator; a 409 when the
+    cube holds no point of the constraints either."""
     candidates = space.candidates
     if candidates is not None:
         free = torch.ones(candidates.size, dtype=torch.bool)
@@ -47,7 +48,12 @@ def fallback_points(
     if polytope is not None:
         if feasible_or_none(polytope, low, high) is None:  # the box misses the constraints: anywhere they hold
             low, high = torch.zeros(dim, dtype=torch.float64), torch.ones(dim, dtype=torch.float64)
-        X = sample(polytope, k, generator, low, high)
+        try:
+            X = sample(polytope, k, generator, low, high)
+        except EmptyRegion as exc:  # a study stored before creation checked the region as the samplers do
+            raise Conflict(
+                f"parameter_constraints: {exc} within {Polytope.TOLERANCE:g}; no point can be asked"
+            ) from exc
     else:
         X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
     return [(space.snap(row), Source.FALLBACK.value, None) for row in X.tolist()]
