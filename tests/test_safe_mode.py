@@ -67,6 +67,23 @@ def test_without_seeds_nothing_is_asked_until_a_feasible_trial_is_told(make_clie
     assert api.get(f"{API}/{name}").json()["summary"]["n_trials"] == 2, "the 409 stored no trial"
 
 
+def test_a_told_point_that_breaks_the_parameter_constraints_is_never_handed_out_again(make_client: Any) -> None:
+    """A lab may tell a trial from outside the parameter constraints; safe mode must not re-ask it as the safest
+    known point (it did: every ask was that point, as ``fallback-safe`` and as turbo's centre)."""
+    api = make_client(ask_wait_seconds=0.5)
+    rule = [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1}]
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05}, parameter_constraints=rule).json()["name"]
+    outside = {"params": {"a": 0.9, "b": 1.5}, "values": {"yield": 0.9, "t_peak": 100.0}}
+    assert api.post(f"{API}/{name}/trials", json=outside).status_code == 201
+    resp = api.post(f"{API}/{name}/ask", json={"count": 1})
+    assert resp.status_code == 409 and resp.json()["detail"].startswith("safety:"), "nothing inside is known safe"
+    inside = {"params": {"a": 0.3, "b": 0.3}, "values": {"yield": 0.3, "t_peak": 300.0}}
+    assert api.post(f"{API}/{name}/trials", json=inside).status_code == 201
+    trials = ask(api, name, 3)
+    assert all(t["params"]["a"] + t["params"]["b"] <= 1 + 1e-9 for t in trials), trials
+    assert all(t["source"] in ("turbo", "fallback-safe") for t in trials), trials
+
+
 def test_a_failing_policy_in_safe_mode_re_asks_the_safest_known_point(
     make_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -302,7 +302,7 @@ class Asking:
             handle = load_study(row, space)
             if handle.outcomes.safety is not None:  # never a random point: the safest known one again, or a 409
                 done = repo.history(conn, study.id)[0]
-                return safe_fallback(handle.outcomes, done, handle.seeds(), k, study.name)
+                return safe_fallback(handle.outcomes, done, handle.seeds(), k, study.name, handle.linear)
             points = fallback_points(space, k, generator, handle.fallback_box(), polytope=handle.polytope())
             points = handle.keep_integral(points)
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)

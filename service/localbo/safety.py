@@ -8,8 +8,8 @@
 - **No seeds**: the study starts from its first feasible completed trials, told with ``POST .../trials``; until one
   exists an ask has nowhere safe to go and is a 409 saying so (never a random point).
 - **A late or failing policy** gets no random fallback: the safest known point is asked again (the completed
-  feasible trial with the widest margin to its bounds, each margin relative to its bound's size), else the first
-  seed; its source says so (``fallback-safe``).
+  feasible trial with the widest margin to its bounds, each margin relative to its bound's size, among those that
+  keep the parameter constraints), else the first seed; its source says so (``fallback-safe``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from localbo.space import SearchSpace, SpaceError
 from localbo.storage.plan_queue import PlanPoint
 
 SAFE_FALLBACK = Source.SAFE_FALLBACK.value
+TOLERANCE = 1e-9  # the parameter constraints' (Polytope.TOLERANCE), in the unit cube
 SEED = Source.SEED.value
 
 
@@ -39,7 +40,7 @@ def seed_points(outcomes: Outcomes, space: SearchSpace | None, linear: LinearCon
             x = space.to_unit(seed, field=f"safety.seeds.{i}")
         except SpaceError as exc:
             raise InvalidInput(exc.field, exc.message) from None
-        if linear and linear.worst(x) > 1e-9:
+        if linear and linear.worst(x) > TOLERANCE:
             raise InvalidInput(f"safety.seeds.{i}", "breaks the study's parameter_constraints")
         points.append(space.snap(x))
     return points
@@ -57,9 +58,19 @@ def margin(outcomes: Outcomes, metrics: dict[str, float]) -> float:
     return min(-c.violation(metrics[c.metric]) / max(1.0, abs(c.bound)) for c in outcomes.constraints)
 
 
-def safest_known(outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]]) -> list[float] | None:
-    """The completed feasible point with the widest margin (the earliest on ties), else the first seed."""
-    feasible = [r for r in done if r.metrics is not None and outcomes.feasible(r.metrics) is not False]
+def safest_known(
+    outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]], linear: LinearConstraints | None = None
+) -> list[float] | None:
+    """The completed feasible point with the widest margin (the earliest on ties), else the first seed; with
+    ``linear``, only points that keep the parameter constraints (a trial added by hand may break them, and is
+    never handed out again)."""
+    feasible = [
+        r
+        for r in done
+        if r.metrics is not None
+        and outcomes.feasible(r.metrics) is not False
+        and not (linear and linear.worst(list(r.x)) > TOLERANCE)
+    ]
     if feasible and outcomes.constraints:
         return list(max(feasible, key=lambda r: (margin(outcomes, r.metrics), -r.number)).x)
     if feasible:  # failures only: any completed point did not fail
@@ -75,10 +86,15 @@ def nowhere_safe(name: str) -> Conflict:
 
 
 def safe_fallback(
-    outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]], k: int, name: str
+    outcomes: Outcomes,
+    done: Sequence[Any],
+    seeds: list[list[float]],
+    k: int,
+    name: str,
+    linear: LinearConstraints | None = None,
 ) -> list[PlanPoint]:
     """``k`` plan points at the safest known point (``safest_known``), or the 409 of ``nowhere_safe``."""
-    x = safest_known(outcomes, done, seeds)
+    x = safest_known(outcomes, done, seeds, linear)
     if x is None:
         raise nowhere_safe(name)
     return [(list(x), SAFE_FALLBACK, None) for _ in range(k)]

@@ -22,7 +22,8 @@ from localbo.domain import StudySpace
 from localbo.errors import Conflict
 from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.policies import PolicyConfig, SuggestRequest
-from localbo.policies.base import FiniteSpace, SpaceStructure
+from localbo.policies.base import FiniteSpace, Polytope, SpaceStructure
+from localbo.policies.polytope import violation
 from localbo.safety import safe_fallback, safest_known
 from localbo.storage.models import utcnow
 from localbo.storage.plan_queue import PlanPoint
@@ -75,7 +76,10 @@ class PolicyRunner:
         if cls is None or config is None:  # the study cannot run its policy: fallback points, and why
             metrics.policy_outcomes.labels(study.policy_name, "unloadable").inc()
             return self.fallback(study, done, pending, short, failed, study.problem or "the policy cannot run")
-        if study.outcomes.safety is not None and safest_known(study.outcomes, done, study.seeds()) is None:
+        if (
+            study.outcomes.safety is not None
+            and safest_known(study.outcomes, done, study.seeds(), study.linear) is None
+        ):
             why = "safety: no seed and no feasible completed trial yet: no point is known safe"
             return Plan(study.state_version, [], None, f"{utcnow().isoformat()} {why}")
         try:
@@ -99,7 +103,7 @@ class PolicyRunner:
         """A plan of seeded fallback points (the study's state kept), recording ``why``."""
         if study.outcomes.safety is not None and study.space.candidates is None:  # never a random point
             try:
-                points = safe_fallback(study.outcomes, done, study.seeds(), short, study.name)
+                points = safe_fallback(study.outcomes, done, study.seeds(), short, study.name, study.linear)
             except Conflict as exc:
                 points, why = [], f"{why}; {exc}"
             return Plan(study.state_version, points, None, f"{utcnow().isoformat()} {why}")
@@ -216,4 +220,11 @@ class PolicyRunner:
         X = suggestion.X.detach().to("cpu", torch.float64)
         if X.ndim != 2 or X.shape[1] != space.dim or X.shape[0] < short or not torch.isfinite(X).all():
             raise ValueError(f"policy returned points of shape {tuple(X.shape)}, need >= {short} x {space.dim}, finite")
-        return [(space.snap(row), name, None) for row in X.clamp(0.0, 1.0).tolist()]
+        X = X.clamp(0.0, 1.0)
+        if (
+            request.polytope is not None
+        ):  # the contract every path keeps, whatever the policy did (a point told by hand)
+            worst = float(violation(request.polytope, X).max())
+            if worst > Polytope.TOLERANCE:
+                raise ValueError(f"{name} returned a point that breaks the parameter constraints (by {worst:.3g})")
+        return [(space.snap(row), name, None) for row in X.tolist()]
