@@ -70,6 +70,9 @@ def test_a_study_with_metrics_stores_them_and_reports_the_best_feasible_trial(ap
     assert same.status_code == 200
     other = api.post(f"{API}/{name}/trials/{t2['number']}/tell", json={"values": {**told[1][1], "yield": 0.1}})
     assert other.status_code == 409
+    impure = api.post(f"{API}/{name}/trials/{t2['number']}/tell", json={"values": {**told[1][1], "purity": 0.5}})
+    assert impure.status_code == 409 and impure.json()["detail"].startswith("values.purity:"), impure.text
+    assert "told 0.97, not 0.5" in impure.json()["detail"], "the metric that differs, not the objective that agrees"
 
 
 def test_no_feasible_trial_means_no_best(api: Any) -> None:
@@ -84,7 +87,10 @@ def test_a_tell_must_carry_every_metric_and_only_the_study_s(api: Any) -> None:
     name = create(api, "turbo", **REACTOR)
     ask(api, name)
     tell = f"{API}/{name}/trials/1/tell"
-    refused(api.post(tell, json={"values": {"yield": 0.5, "purity": 0.99}}), "values.t_peak", "finite number")
+    refused(api.post(tell, json={"values": {"yield": 0.5, "purity": 0.99}}), "values.t_peak", "missing")
+    refused(
+        api.post(tell, json={"values": {"yield": 0.5, "purity": None, "t_peak": 1}}), "values.purity", "valid number"
+    )
     refused(api.post(tell, json={"values": {"yield": 0.5, "purity": 0.99, "t_peak": 1, "ph": 7}}), "values.ph")
     refused(api.post(tell, json={"value": 0.5}), "values", "yield", "purity", "t_peak")
     refused(api.post(tell, json={"state": "failed", "values": {"yield": 1}}), "values", "failed")
@@ -134,6 +140,11 @@ def test_external_trials_carry_metrics(api: Any) -> None:
         ),
         ({"objectives": [{"metric": "y"}, {"metric": "z"}]}, "objectives", ("several objectives", "morbo")),
         ({"failures": "maybe"}, "failures", ()),
+        (
+            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": ">=", "bound": 1}] * 2},
+            "constraints.1",
+            ("same constraint as constraints.0",),
+        ),
         ({"safety": {"max_violation_probability": 0.05}}, "safety", ()),
     ],
 )

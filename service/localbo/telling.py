@@ -126,6 +126,11 @@ class Telling:
         if trial.state == state and trial.value == told and same_metrics and (failed is None or trial.reason == reason):
             return Told(trial_out(trial), trial.study_id, False)  # the same tell again: nothing to do
         if trial.state == TrialState.COMPLETE:
+            stored, asked = trial.metrics or {}, metrics or {}
+            differs = [k for k in asked if stored.get(k) != asked[k]]
+            if failed is None and trial.value == told and differs:  # the objective agrees, another metric not
+                k = differs[0]
+                raise Conflict(f"values.{k}: trial {number} was already told {stored.get(k)}, not {asked[k]}")
             raise Conflict(
                 f"value: trial {number} was already told {trial.value}, not {told if failed is None else 'failed'}"
             )

@@ -123,6 +123,9 @@ class Outcomes:
                 raise InvalidInput(
                     f"constraints.{i}.metric", f"{c.metric!r} is the objective; constrain another metric"
                 )
+            if c in self.constraints[:i]:  # as a repeated parameter constraint is refused
+                first = self.constraints.index(c)
+                raise InvalidInput(f"constraints.{i}", f"the same constraint as constraints.{first}")
         if len(self.metrics) > MAX_METRICS:
             raise InvalidInput("constraints", f"expected at most {MAX_METRICS} metrics, got {len(self.metrics)}")
         if self.safety is not None and not self.constraints and self.failures != "avoid":
@@ -158,7 +161,12 @@ class Outcomes:
         unknown = sorted(set(values) - set(self.metrics))
         if unknown:
             raise InvalidInput(f"values.{unknown[0]}", f"not a metric of this study; its metrics are {self.metrics}")
-        read = {m: finite(f"values.{m}", values.get(m)) for m in self.metrics}
+        missing = [m for m in self.metrics if m not in values]
+        if missing:
+            raise InvalidInput(
+                f"values.{missing[0]}", f"missing; a tell carries every metric of the study: {self.metrics}"
+            )
+        read = {m: finite(f"values.{m}", values[m]) for m in self.metrics}
         objective = read[self.objectives[0].metric]
         if value is not None and finite("value", value) != objective:
             raise InvalidInput("value", f"differs from values.{self.objectives[0].metric}; send one of them")
