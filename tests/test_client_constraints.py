@@ -218,3 +218,15 @@ def test_only_the_fields_given_go_on_the_wire() -> None:
     assert server.bodies[-1][1] == {"params": {"a": 0.5}, "value": 0.25}
     with pytest.raises(ValueError, match="values: expected a number for each"):
         plain.tell(1, {})
+
+
+def test_a_non_finite_number_anywhere_in_a_request_is_refused_naming_its_field() -> None:
+    """JSON has no NaN or infinity: the client names the field instead of failing inside the encoder."""
+    server = Recorder()
+    client = Client("http://fake", transport=httpx.MockTransport(server), retries=0)
+    with pytest.raises(ValueError, match=r"^reference_point\.y: expected a finite number, got nan"):
+        client.create_study("mo", MIXTURE, reference_point={"y": math.nan, "z": 1.0})
+    bound = [{"metric": "purity", "op": ">=", "bound": math.inf}]
+    with pytest.raises(ValueError, match=r"^constraints\.0\.bound: expected a finite number, got inf"):
+        client.create_study("c", MIXTURE, objectives=YIELD, constraints=bound)  # type: ignore[arg-type]
+    assert server.bodies == [], "nothing was sent"

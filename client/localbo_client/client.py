@@ -22,6 +22,7 @@ from localbo_client.outcomes import (
     OutcomeConstraint,
     ParameterConstraint,
     Safety,
+    check_finite,
 )
 from localbo_client.retrying import MAYBE_SENT, NOT_SENT, RetryPolicy, hinted_wait
 from localbo_client.spaces import canonical_space
@@ -31,7 +32,6 @@ from localbo_client.trial import Trial
 __all__ = ["POLICY_WAIT_SECONDS", "Client", "Study", "Trial"]
 
 log = logging.getLogger("localbo_client")
-
 
 
 class Client:
@@ -128,6 +128,8 @@ class Client:
         client.request("POST", "/api/v1/studies/beam/trials/3/heartbeat", idempotent=True)
         ```
         """
+        if json is not None:
+            check_finite(json)  # JSON has no NaN or infinity: name the field here, not fail in the encoder
         headers = {"Idempotency-Key": uuid.uuid4().hex} if idempotent else {}
         harmless = method in ("GET", "HEAD") or idempotent
         attempts = self.retry.start(retry_for)

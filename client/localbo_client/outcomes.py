@@ -150,3 +150,20 @@ def finite(value: Any, field: str = "value") -> float:
     if not math.isfinite(number):
         raise ValueError(f"{field}: expected a finite number, got {number}")
     return number
+
+
+def check_finite(body: Any, field: str = "") -> None:
+    """A ``ValueError`` naming the first NaN or infinity in a JSON body, e.g. ``reference_point.cost``.
+
+    ```python
+    check_finite({"reference_point": {"cost": float("nan")}})  # ValueError: reference_point.cost: expected ...
+    ```
+    """
+    if isinstance(body, float) and not math.isfinite(body):
+        raise ValueError(f"{field or 'body'}: expected a finite number, got {body}")
+    if isinstance(body, Mapping):
+        for key, item in body.items():
+            check_finite(item, f"{field}.{key}" if field else str(key))
+    elif isinstance(body, list | tuple):
+        for i, item in enumerate(body):
+            check_finite(item, f"{field}.{i}" if field else str(i))
