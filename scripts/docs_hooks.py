@@ -2,6 +2,7 @@
 
 - ``<!-- generated: rest -->``: the REST reference, from the app's OpenAPI document;
 - ``<!-- generated: configuration -->``: the settings table, from ``localbo.config.Settings``;
+- ``<!-- generated: capabilities -->``: what each policy serves besides one objective (``Policy.handles``);
 - ``<!-- results: FILE#HEADING -->``: a section (its table) of a benchmark results file, as the
   benchmark script wrote it (``benchmarks/results/FILE``), with its figures (the script's PNGs,
   added to the site under ``results/`` by ``on_files``).
@@ -39,6 +40,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace("<!-- generated: rest -->", rest_reference())
     if "<!-- generated: configuration -->" in markdown:
         markdown = markdown.replace("<!-- generated: configuration -->", configuration_table())
+    if "<!-- generated: capabilities -->" in markdown:
+        markdown = markdown.replace("<!-- generated: capabilities -->", capabilities_table())
     return re.sub(
         r"<!-- results: ([\w.-]+)#(.+?) -->",
         lambda m: results_section(m.group(1), m.group(2), page.file.src_uri),
@@ -75,6 +78,27 @@ def spread_meaning(name: str, text: str) -> str:
     if found is None:
         raise ValueError(f"benchmarks/results/{name} shows ± without saying whether it is a deviation or an error")
     return SPREADS[found.group(1).lower()] + "."
+
+
+CAPABILITY_HEADINGS = {  # Policy.handles' names, as a user reads them
+    "constraints": "outcome constraints",
+    "parameter_constraints": "parameter constraints",
+    "failures": "failures: avoid",
+    "safety": "safe mode",
+    "objectives": "several objectives",
+}
+
+
+def capabilities_table() -> str:
+    """Every policy and what it serves (``Policy.handles``, the same sets creation checks a study against)."""
+    from localbo.policies import registry
+    from localbo.policies.base import CAPABILITIES
+
+    heads = [CAPABILITY_HEADINGS[c] for c in CAPABILITIES]
+    rows = ["| policy | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
+    for name, cls in sorted(registry().items()):
+        rows.append(f"| `{name}` | " + " | ".join("yes" if c in cls.handles else "-" for c in CAPABILITIES) + " |")
+    return "\n".join(rows) + "\n"
 
 
 def configuration_table() -> str:
