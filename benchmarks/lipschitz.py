@@ -104,6 +104,8 @@ def spec_for(objective: str, method: str, seed: int, evals: int, noise: float) -
         policy, config = TRUE_L[method], {"lipschitz_constant": true_lipschitz(objective)}
     else:
         policy, config = VARIANTS.get(method, (method, None))
+    if policy != "random":  # the protocol's design, d + 1 points (the policies' default is max(d + 1, 5) now)
+        config = {"n_init": get_objective(objective).dim + 1, **(config or {})}
     return RunSpec(objective, method, "direct", seed, evals, config, policy=policy, noise_std=noise)
 
 
@@ -293,7 +295,8 @@ def write_report(out: Path, meta: dict[str, Any], timings: list[dict[str, Any]])
         f"- versions: {meta.get('versions', '?')}",
         f"- evaluation noise std: {meta.get('noise', 0)}; evaluations per run: {meta.get('evals', '?')}; "
         f"runs in parallel: {meta.get('jobs', 1)}, torch threads each: {meta.get('threads', '?')}",
-        "- policies at their defaults: Matérn-5/2 ARD GP (gp.py priors, MAP), n_init = d + 1 Sobol points, every "
+        "- policies at their defaults but n_init: Matérn-5/2 ARD GP (gp.py priors, MAP), n_init = d + 1 Sobol "
+        "points (set: the default is max(d + 1, 5)), every "
         "4th point random (Lipschitz-checked for LBO), kappa = 10, UCB beta_t = 0.2 d log(2t); "
         "`*-beta1e16`: beta = 1e16",
         *[f"- runs joined from: {c}" for c in meta.get("previous_commands", [])],

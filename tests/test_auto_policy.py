@@ -117,7 +117,7 @@ def test_a_new_study_gets_auto_by_default_and_runs_bo(api) -> None:  # noqa: ANN
     r = api.post("/api/v1/studies", json=body)
     assert r.status_code == 201, r.text
     assert r.json()["policy"] == "auto"
-    for _ in range(6):  # past ei's d + 1 initial design, so its GP is fitted
+    for _ in range(6):  # past ei's initial design (max(d + 1, 5) = 5), so its GP is fitted
         (trial,) = api.post(f"/api/v1/studies/{name}/ask", json={}).json()["trials"]
         assert trial["source"] == "auto", trial
         value = sum((v - 0.3) ** 2 for v in trial["params"].values())

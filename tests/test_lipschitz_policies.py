@@ -150,8 +150,9 @@ def test_the_protocol_sobol_first_then_every_fourth_point_random_and_lipschitz_c
     X, y = data(2)
     cls = get_policy(policy)
     seen = []
-    for _ in range(10):  # d + 1 = 3 initial points, then every 4th index random
-        suggestion = cls().suggest(request(policy, X, y))
+    config = cls.Config(n_init=3)  # the design the assertions below count: d + 1 (the default is max(d + 1, 5))
+    for _ in range(10):  # n_init = 3 initial points, then every 4th index random
+        suggestion = cls().suggest(request(policy, X, y, config=config))
         state = state_of(suggestion)
         x, point = suggestion.X[0], state.points[0]
         seen.append(point.how)

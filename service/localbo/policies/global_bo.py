@@ -2,7 +2,9 @@
 
 Point k of a call gets the study-wide index t = n + m + k (n told, m pending) and is, in this order:
 
-    "init"        scrambled Sobol point t of the study, while t < n_init or nothing is told yet;
+    "init"        scrambled Sobol point t of the study, while t < n_init (max(d + 1, 5) unless set: at least
+                  five, as Ax's default design, since a GP fitted on d + 1 = 3 points at d = 2 can settle in a
+                  local optimum it never leaves) or nothing is told yet;
     "random"      a uniform point when (t + 1) % random_every == 0 (every 4th, as Ahmed et al. do for every
                   method); for the Lipschitz variants redrawn until f_l(x) <= y*, i.e. it could still improve;
     "acquisition" the maximiser of the policy's acquisition over [0, 1]^d (acqopt.maximize), on the GP
@@ -73,13 +75,21 @@ from localbo.policies.violation import bilog, typical_size
 SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 RANDOM_BATCH = 1024  # uniform points drawn at once when looking for a Lipschitz-accepted one
 RANDOM_ROUNDS = 20
+MIN_INIT = 5  # the smallest default design (Ax's); d + 1 above d = 4
 
 
 CONTINUOUS = only_on("continuous", "categorical")  # keys of the search over the cube, meaningless on candidates
 
 
+def default_design(d: int) -> int:
+    """The initial Sobol points of a study that does not set ``n_init``."""
+    return max(d + 1, MIN_INIT)
+
+
 class GlobalConfig(PolicyConfig):
-    n_init: int | None = Field(default=None, ge=1, le=10_000, description="Sobol points first; d + 1 when unset")
+    n_init: int | None = Field(
+        default=None, ge=1, le=10_000, description="Sobol points first; max(d + 1, 5) when unset"
+    )
     random_every: int = Field(
         default=4, ge=0, description="Every k-th point uniform at random (0: never)", json_schema_extra=CONTINUOUS
     )
@@ -213,7 +223,7 @@ class GlobalPolicy(Policy[GlobalConfigT, GlobalState]):
         y = request.y.to(dev, torch.float64).reshape(-1)
         pending = request.X_pending.to(dev, torch.float64).reshape(-1, d)
         n, m = X.shape[0], pending.shape[0]
-        n_init = config.n_init or d + 1
+        n_init = config.n_init or default_design(d)
         hypers = request.state.hypers
         lipschitz: LipschitzState | None = None
         bounds: LipschitzBounds | None = None
