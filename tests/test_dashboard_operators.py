@@ -5,6 +5,7 @@ follows prefers-color-scheme (axe clean, the page and the charts dark); a timeli
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -149,6 +150,11 @@ def test_the_timeline_draws_a_lane_per_client_with_its_bars_and_marks_a_failed_o
         for row in page.get_by_test_id("timeline-lane").all()
     }
     assert lanes == {"rig-A": ("3", "0"), "rig-B": ("4", "1"), "no client": ("1", "0")}
+    # "last asked or told" is the lane's latest moment (ms), not read as seconds: a date of this year, not of
+    # the year 56,000 that made every lane read "0 s ago"
+    year = str(datetime.now().year)
+    for row in page.get_by_test_id("timeline-lane").all():
+        assert year in (row.locator("td").last.get_attribute("title") or ""), row.inner_text()
     # the failed bar is drawn in the failed colour (its × beside it)
     failed_pixels = page.evaluate(
         """async () => {

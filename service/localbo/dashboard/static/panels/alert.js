@@ -62,7 +62,7 @@ export function mount(el, study) {
     const stopped = studyStall(study, now);
     if (stopped.stopped) {
       items.push(html`<li class="trouble-item bad" data-testid="trouble-stall"><b>Stopped?</b> No result for ${duration(stopped.silenceS)}:
-        ${String(Math.floor(stopped.silenceS / stopped.gapS))}× its usual gap of ${duration(stopped.gapS)} (${stopped.basis}; the rule: no result for
+        ${stopped.gapS * STALL_FACTOR >= STALL_FLOOR_S ? `${String(Math.floor(stopped.silenceS / stopped.gapS))}× its usual gap of ${duration(stopped.gapS)}` : `its usual gap is ${duration(stopped.gapS)}`} (${stopped.basis}; the rule: no result for
         ${String(STALL_FACTOR)}× the usual gap and at least ${duration(STALL_FLOOR_S)}).
         ${open ? `${plural(open, "trial is", "trials are")} still out.` : "No trial is out: the workers stopped asking, or the study is done."}</li>`);
     }

@@ -136,7 +136,7 @@ export function mount(el, study) {
       table,
       html`<table class="grid compact" data-testid="timeline-lanes"><thead><tr><th scope="col">client</th><th scope="col" class="num">trials</th><th scope="col" class="num">told</th><th scope="col" class="num">failed</th><th scope="col" class="num">open</th><th scope="col">last asked or told</th></tr></thead>
       <tbody>${lanes.map(
-        (l) => html`<tr data-testid="timeline-lane" data-client="${l.client}" data-bars="${l.bars.length}" data-failed-trials="${l.failed}"><td class="wrap">${l.client}</td><td class="num">${l.bars.length}</td><td class="num">${l.done}</td><td class="num">${l.failed}</td><td class="num">${l.open}</td><td title="${dateTime(l.last)}">${ago(l.last, now)}</td></tr>`,
+        (l) => html`<tr data-testid="timeline-lane" data-client="${l.client}" data-bars="${l.bars.length}" data-failed-trials="${l.failed}"><td class="wrap">${l.client}</td><td class="num">${l.bars.length}</td><td class="num">${l.done}</td><td class="num">${l.failed}</td><td class="num">${l.open}</td><td title="${dateTime(l.last / 1000)}">${ago(l.last / 1000, now)}</td></tr>`,
       )}</tbody></table>${hidden ? html`<p class="dim">and ${hidden} clients less recently active (not drawn)</p>` : ""}${
         study.data.number.length > MAX_READ ? html`<p class="dim">The latest ${MAX_READ} trials.</p>` : ""
       }`,
