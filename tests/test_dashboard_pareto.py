@@ -162,10 +162,23 @@ def test_two_objectives_draw_the_front_the_hypervolume_the_trade_offs_and_brushi
     page.get_by_test_id("front-brush-clear").click()
     page.wait_for_function("document.querySelectorAll('[data-testid=trials] tbody tr').length === 12")
     assert axe_violations(page) == []
+    values = {t["number"]: t["values"] for t in trials}
+    # the trials table: a column per objective, named, not one unnamed value (the first objective's)
+    heads = page.get_by_test_id("trials").locator("thead th").all_inner_texts()
+    assert heads[2:4] == ["yield (max)", "cost (min)"], heads
+    first_row = page.get_by_test_id("trials").locator("tbody tr").first
+    cells = first_row.get_by_test_id("objective-cell").all_inner_texts()
+    shown_number = int(first_row.get_attribute("data-number"))
+    assert all(close(c, values[shown_number][m]) for c, m in zip(cells, ("yield", "cost"), strict=True)), cells
+    # the slices show one objective at a time, named; the parallel coordinates' value axis names the first
+    slices = page.get_by_test_id("slices")
+    assert slices.get_attribute("data-objective") == "yield"
+    page.get_by_test_id("slices-objective").select_option("1")
+    page.wait_for_function("document.querySelector('[data-testid=slices]').dataset.objective === 'cost'")
+    assert slices.locator("canvas").first.get_attribute("aria-label").startswith("cost against ")
 
     # the trial page: every objective's value, and whether it is on the front
     on, off = front[0], next(n for n in range(1, 13) if n not in front)
-    values = {t["number"]: t["values"] for t in trials}
     for number, place in ((on, "on the front"), (off, "dominated")):
         open_page(page, server.url, f"#/study/{name}/trial/{number}", view="trial")
         shown = page.get_by_test_id("trial-objective")

@@ -151,7 +151,7 @@ export function createParallel(canvas, { onBrush = () => {} } = {}) {
 }
 
 // Draws the chart; returns its layout ({box, ax, axes, shown, count, names, vlo, vhi, drawn, total}).
-export function drawParallel(canvas, { names, specs, data, direction = "minimize", centre = null, box: band = null, limit = 4000, brushes = new Map(), active = () => null }) {
+export function drawParallel(canvas, { names, specs, data, direction = "minimize", centre = null, box: band = null, limit = 4000, brushes = new Map(), active = () => null, valueName = "value" }) {
   const { ctx, w, h } = prepare(canvas, 900, 340);
   const shown = Math.min(names.length, MAX_AXES);
   const count = shown + 1;
@@ -285,7 +285,7 @@ export function drawParallel(canvas, { names, specs, data, direction = "minimize
     ctx.fillStyle = INK.text;
     ctx.textAlign = "center";
     ctx.textBaseline = "bottom";
-    const name = isValue ? "value" : names[k];
+    const name = isValue ? valueName : names[k];
     ctx.fillText(fitLabel(ctx, name, Math.max(24, spacing - 6)), x, box.t - 20);
     ctx.font = "italic 11px system-ui, sans-serif";
     ctx.fillStyle = INK.axis;
@@ -385,7 +385,8 @@ export function mount(el, study) {
         return;
       }
       if (chart.brushes.size && study.brushed !== mine) chart.brushes.clear(); // another chart selected: this one's ranges go
-      const out = chart.draw({ names, specs, data, direction: study.direction, centre: shown.centre ?? null, box: shown.box ?? null });
+      const valueName = study.several ? `${study.objectives[0].metric} (objective 1 of ${study.objectives.length})` : "value";
+      const out = chart.draw({ names, specs, data, direction: study.direction, centre: shown.centre ?? null, box: shown.box ?? null, valueName });
       canvas.dataset.drawn = String(out.drawn);
       canvas.dataset.infeasible = String(out.infeasible);
       const notes = [];

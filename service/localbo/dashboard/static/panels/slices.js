@@ -6,6 +6,7 @@
 
 import { COLORS, fmt, horizontalGrid } from "../charts.js";
 import { html, render } from "../html.js";
+import { directionWord } from "../objectives.js";
 import { INK, completedByRank, fitLabel, niceTicks, padRange, paramAxis, prepare, unit } from "./scales.js";
 
 const HEIGHT = 210;
@@ -14,7 +15,7 @@ const HEIGHT = 210;
 // by trial number - 1, x in unit coordinates one per parameter; centre: the policy's centre in the
 // same coordinates, or null. Returns {drawn, total, failed, infeasible}: points drawn per chart, completed
 // trials, failed trials marked, infeasible points drawn (data.feasible false) per chart.
-export function drawSlices(root, { names, specs, data, direction = "minimize", centre = null, limit = 4000 }) {
+export function drawSlices(root, { names, specs, data, direction = "minimize", centre = null, limit = 4000, label = "value" }) {
   const { idx, total, lo, hi } = completedByRank(data, direction, limit);
   const failed = [];
   for (let i = 0; i < data.state.length; i++) if (data.state[i] === "failed" && data.x[i]) failed.push(i);
@@ -24,13 +25,12 @@ export function drawSlices(root, { names, specs, data, direction = "minimize", c
     grid = document.createElement("div");
     grid.className = "slices";
     Object.assign(grid.style, { display: "grid", gridTemplateColumns: "repeat(auto-fill, minmax(260px, 1fr))", gap: "0.6rem" });
-    names.forEach((name, j) => {
+    names.forEach((name) => {
       const canvas = document.createElement("canvas");
       canvas.className = "slice";
       canvas.dataset.param = name;
       canvas.setAttribute("role", "img");
       Object.assign(canvas.style, { width: "100%", height: `${HEIGHT}px`, display: "block" });
-      canvas.setAttribute("aria-label", `value against ${name}${specs[j].log ? " (log axis)" : ""}`);
       grid.append(canvas);
     });
     root.append(grid);
@@ -39,7 +39,8 @@ export function drawSlices(root, { names, specs, data, direction = "minimize", c
     root.dataset.empty = "1";
   } else delete root.dataset.empty;
   const canvases = grid.querySelectorAll("canvas");
-  names.forEach((name, j) => drawOne(canvases[j], name, specs[j], j, { data, idx, lo, hi, failed, centre }));
+  names.forEach((name, j) => canvases[j].setAttribute("aria-label", `${label} against ${name}${specs[j].log ? " (log axis)" : ""}`));
+  names.forEach((name, j) => drawOne(canvases[j], name, specs[j], j, { data, idx, lo, hi, failed, centre, label }));
   let infeasible = 0;
   if (data.feasible) for (const i of idx) if (data.feasible[i] === false) infeasible++;
   root.dataset.drawn = String(idx.length);
@@ -50,7 +51,7 @@ export function drawSlices(root, { names, specs, data, direction = "minimize", c
 // a fixed jitter in [-0.5, 0.5) per trial, so categorical columns spread the same way on every redraw
 const jitter = (i) => (((i * 2654435761) >>> 0) % 1000) / 1000 - 0.5;
 
-function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
+function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre, label }) {
   const { ctx, w, h } = prepare(canvas, 300, HEIGHT);
   const axis = paramAxis(spec);
   const hasFailed = failed.length > 0;
@@ -92,7 +93,7 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
   ctx.textAlign = "left";
   ctx.textBaseline = "top";
   ctx.fillStyle = INK.axis;
-  ctx.fillText("value", 2, 4);
+  ctx.fillText(label, 2, 4);
 
   // the completed trials, worst first so the best are on top
   const cat = axis.kind === "categorical";
@@ -155,11 +156,25 @@ function drawOne(canvas, name, spec, j, { data, idx, lo, hi, failed, centre }) {
   ctx.lineWidth = 1;
 }
 
-// The study page's panel (views/study.js).
+// the study's columns with ``value`` read from objective k's metric (0: the first objective, the value column)
+function objectiveView(study, k) {
+  if (k === 0) return study.data;
+  const metric = study.objectives[k].metric;
+  return { ...study.data, value: study.data.metrics.map((m) => m?.[metric] ?? null) };
+}
+
+// The study page's panel (views/study.js). A study with several objectives shows one at a time (a selector).
 export function mount(el, study) {
+  const choices = study.several ? study.objectives : [];
   render(
     el,
-    html`<div class="panel-head"><h2 id="slices-title">Value against each parameter</h2>
+    html`<div class="panel-head"><h2 id="slices-title">Value against each parameter</h2>${
+      choices.length
+        ? html`<label class="check">objective <select id="slices-objective" data-testid="slices-objective">${choices.map(
+            (o, k) => html`<option value="${String(k)}">${o.metric} (${directionWord(o.direction)})</option>`,
+          )}</select></label>`
+        : ""
+    }
       <span class="legend" data-testid="slices-legend"><i class="sw point"></i>completed trial${
         study.constrained ? html` <i class="sw infeasible"></i>infeasible` : ""
       } <span style="color:${INK.failed};font-weight:700">×</span> failed (no value: on the strip under the plot)<span data-testid="slices-centre" hidden> · <b>- - -</b> the policy's centre</span></span></div>
@@ -168,6 +183,12 @@ export function mount(el, study) {
   );
   const box = el.querySelector("[data-testid=slices]");
   const empty = el.querySelector("[data-testid=slices-empty]");
+  const select = el.querySelector("#slices-objective");
+  let objective = 0;
+  select?.addEventListener("change", () => {
+    objective = Number(select.value) || 0;
+    study.rerender();
+  });
   return {
     render() {
       const { data, names, specs } = study;
@@ -176,7 +197,11 @@ export function mount(el, study) {
       box.hidden = none;
       const centre = study.display?.centre ?? null;
       el.querySelector("[data-testid=slices-centre]").hidden = !centre;
-      if (!none) drawSlices(box, { names, specs, data, direction: study.direction, centre });
+      if (none) return;
+      const chosen = choices[objective];
+      const direction = chosen?.direction ?? study.direction;
+      box.dataset.objective = chosen?.metric ?? "value";
+      drawSlices(box, { names, specs, data: objectiveView(study, objective), direction, centre, label: chosen?.metric ?? "value" });
     },
   };
 }

@@ -1,7 +1,7 @@
 // The trials, sortable and paged: number (a link to the trial's page), state and failure reason (in
-// full, expandable when long), value, candidate id (finite studies), on a study with outcome constraints
-// whether each trial was feasible and each constrained metric (a value past its bound marked), parameters in
-// user units, source, finished (date and time) and, once a trial has one, its note (issue 27, item 6).
+// full, expandable when long), value (several objectives: each objective's), candidate id (finite studies), on
+// a study with outcome constraints whether each trial was feasible and each constrained metric (a value past its
+// bound marked), parameters in user units, source, finished (date and time) and, once a trial has one, its note (issue 27, item 6).
 // Filters (issue 27, item 7; filters.js): state, source, a value range, one parameter's range or choice and a
 // note's text, all at once and with the study's brushed selection; they live in the page's URL (router.setQuery).
 
@@ -229,6 +229,7 @@ export function mount(el, study) {
           : "";
       const sortKey = view.sort;
       const constraints = study.constraints ?? []; // a column each: the metric, a value past the bound marked
+      const objectives = study.several ? study.objectives : []; // several objectives: a column each, not one value
       const value = (i) => {
         const key = sortKey;
         if (key === "number") return i;
@@ -238,6 +239,10 @@ export function mount(el, study) {
         if (key === "candidate") return String(data.candidate[i] ?? "");
         if (key === "note") return notes[String(i + 1)] ?? "";
         if (key === "feasible") return data.feasible[i] === true ? 1 : data.feasible[i] === false ? 0 : -1;
+        if (key.startsWith("objective:")) {
+          const metric = objectives[Number(key.slice(10))]?.metric;
+          return data.metrics[i]?.[metric] ?? (view.desc ? -Infinity : Infinity);
+        }
         if (key.startsWith("constraint:")) {
           const metric = constraints[Number(key.slice(11))]?.metric;
           return data.metrics[i]?.[metric] ?? (view.desc ? -Infinity : Infinity);
@@ -251,7 +256,8 @@ export function mount(el, study) {
       });
       const pages = Math.max(1, Math.ceil(rows.length / PAGE));
       view.page = Math.min(view.page, pages - 1);
-      const numeric = (k) => ["number", "value", "completed"].includes(k) || k.startsWith("constraint:") || names.includes(k);
+      const numeric = (k) =>
+        ["number", "value", "completed"].includes(k) || k.startsWith("constraint:") || k.startsWith("objective:") || names.includes(k);
       const metricCell = (i, c) => {
         const v = data.metrics[i]?.[c.metric];
         if (v === undefined || v === null) return html`<td class="num"></td>`;
@@ -274,7 +280,11 @@ export function mount(el, study) {
         return html`<tr data-number="${i + 1}" class="${rowClass}"${FALLBACKS.has(data.source[i]) ? html` data-fallback="1"` : ""}><td class="num"><a href="${link(i + 1)}">${i + 1}</a></td><td class="state-cell"><span class="badge ${data.state[i]}">${data.state[i]}</span>${reasonCell(
           data.reasons[String(i + 1)],
           i + 1,
-        )}</td><td class="num">${fmt(data.value[i])}</td>${
+        )}</td>${
+          objectives.length
+            ? objectives.map((o) => html`<td class="num" data-testid="objective-cell">${fmt(data.metrics[i]?.[o.metric])}</td>`)
+            : html`<td class="num">${fmt(data.value[i])}</td>`
+        }${
           constraints.length
             ? html`<td data-testid="feasible">${
                 data.feasible[i] === true || data.feasible[i] === false
@@ -292,7 +302,11 @@ export function mount(el, study) {
       // keep the keyboard where it was: the sort button or pager button the viewer pressed
       const focused = document.activeElement;
       const refocus = focused && table.contains(focused) ? (focused.dataset.sort ? `[data-sort="${focused.dataset.sort}"]` : focused.dataset.page ? `[data-page="${focused.dataset.page}"]` : null) : null;
-      const markup = html`<div class="scroll"><table class="grid" data-testid="trials"><thead><tr>${head("number", "#")}${head("state", "state")}${head("value", "value")}${
+      const markup = html`<div class="scroll"><table class="grid" data-testid="trials"><thead><tr>${head("number", "#")}${head("state", "state")}${
+          objectives.length
+            ? objectives.map((o, k) => head(`objective:${k}`, `${o.metric} (${o.direction === "maximize" ? "max" : "min"})`))
+            : head("value", "value")
+        }${
           constraints.length ? html`${head("feasible", "feasible")}${constraints.map((c, k) => head(`constraint:${k}`, constraintText(c)))}` : ""
         }${
           finite ? head("candidate", "candidate") : ""
