@@ -277,11 +277,15 @@ def test_a_fallback_point_satisfies_the_parameter_constraints(api: Any) -> None:
 def test_turbo_serves_outcome_constraints_through_the_api(api: Any) -> None:
     """SCBO end to end: constraint values from the tells reach the policy; its points are the policy's."""
     name = create(api, "turbo", **REACTOR)
+    yields = []
     for _ in range(4):
         for t in ask(api, name, 3):
             a, b = t["params"]["a"], t["params"]["b"]
             values = {"yield": 1 - (a - 0.3) ** 2 - (b - 1) ** 2, "purity": 1 - 0.1 * a, "t_peak": 400 + 40 * b}
             assert api.post(f"{API}/{name}/trials/{t['number']}/tell", json={"values": values}).status_code == 200
+            yields.append(values["yield"])
+    shown = api.get(f"{API}/{name}/policy").json()["display"]["numbers"]["region best"]
+    assert any(abs(shown - y) < 1e-9 for y in yields), f"a told yield in the study's sign, not {shown}"
     study = api.get(f"{API}/{name}").json()
     assert study["summary"]["n_fallback"] == 0 and study["last_policy_error"] is None, study["last_policy_error"]
     assert study["summary"]["n_feasible"] + study["summary"]["n_infeasible"] == 12

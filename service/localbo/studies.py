@@ -206,10 +206,18 @@ def policy_display(study: StudyHandle, n_complete: int) -> Display | None:
     if study.policy is None or study.config is None:
         return None  # the policy cannot run: ``last_policy_error`` says why
     try:
-        return study.policy.display(study.state, study.config, n_complete)
+        display = study.policy.display(study.state, study.config, n_complete)
     except Exception:  # a picture is not worth a 500: the view goes on without it
         log.exception("study %s: the %s policy's display failed", study.name, study.policy_name)
         return None
+    if display is None or study.sign > 0 or not display.objective_values:
+        return display
+    numbers = dict(display.numbers)  # the policies minimise: a maximised study's values, back in its sign
+    for key in display.objective_values:
+        value = numbers.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            numbers[key] = -value
+    return display.model_copy(update={"numbers": numbers})
 
 
 def get_row(conn: Connection, name: str, *, lock: bool = False) -> Row:

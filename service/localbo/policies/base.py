@@ -149,6 +149,9 @@ class Display(BaseModel):
     box: Box | None = None
     path: list[list[float]] | None = None  # past centres, oldest first (bounded)
     numbers: dict[str, float | int | str | None] = Field(default_factory=dict)  # named numbers a person reads
+    # keys of ``numbers`` that are objective values, in the policies' minimised units: the engine shows them in
+    # the study's (a maximised study's best is +0.22, not the -0.22 the policy minimised); not sent
+    objective_values: list[str] = Field(default_factory=list, exclude=True)
 
 
 @dataclass(frozen=True)

@@ -195,9 +195,11 @@ class Turbo(Policy[TurboConfig, TurboState]):
             n_init = config.n_init or 0
             total = n_init or max(region.design_asked, 1)
             progress = Progress(done=min(region.design_asked, total), total=total, label="design points asked")
-            return Display(phase="initial design", progress=progress, numbers=numbers)
+            return Display(phase="initial design", progress=progress, numbers=numbers, objective_values=["region best"])
         box = Box(lower=region.lower, upper=region.upper) if region.lower and region.upper else None
-        return Display(phase="trust region", centre=region.centre, box=box, numbers=numbers)
+        return Display(
+            phase="trust region", centre=region.centre, box=box, numbers=numbers, objective_values=["region best"]
+        )
 
     def suggest(self, request: SuggestRequest[TurboConfig, TurboState]) -> Suggestion:
         config, state = request.config, request.state
