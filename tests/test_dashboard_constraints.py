@@ -123,6 +123,9 @@ def test_a_constrained_study_marks_infeasible_trials_and_shows_the_best_feasible
     cards = page.locator("#cards").inner_text()
     assert "best feasible (highest)" in cards, cards
     assert page.get_by_test_id("best-value").inner_text() == "0.75", "trial 4: the best feasible, not trial 1's 0.9"
+    # the distribution holds every completed trial: its best says so (0.9 there is trial 1's, infeasible)
+    head = page.get_by_test_id("edf-summary").locator("thead").inner_text()
+    assert "best (feasible or not)" in head, head
     assert page.locator("#cards").get_by_role("link").inner_text() == "trial #4"
     assert (page.get_by_test_id("n-feasible").inner_text(), page.get_by_test_id("n-infeasible").inner_text()) == (
         "2",

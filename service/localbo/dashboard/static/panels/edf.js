@@ -131,8 +131,14 @@ export const summaryCells = (edf, { best = true } = {}) => html`<td class="num" 
   <td class="num" data-testid="edf-median" title="${exact(edf.median)}">${fmt(edf.median)}</td>
   <td class="num" data-testid="edf-worst" title="${exact(edf.worst)}">${fmt(edf.worst)}</td>`;
 
-export const summaryHead = ({ best = true } = {}) => html`<th scope="col" class="num">completed</th>${
-  best ? html`<th scope="col" class="num">best</th>` : ""
+// on a study with outcome constraints the distribution holds every completed trial, feasible or not: its best
+// says so beside the cards' best feasible value
+export const summaryHead = ({ best = true, constrained = false } = {}) => html`<th scope="col" class="num">completed</th>${
+  best
+    ? constrained
+      ? html`<th scope="col" class="num" title="of every completed trial, feasible or not">best (feasible or not)</th>`
+      : html`<th scope="col" class="num">best</th>`
+    : ""
 }
   <th scope="col" class="num" title="the value that the best 25 % of the completed trials reach">best 25 % reach</th>
   <th scope="col" class="num">median</th><th scope="col" class="num">worst</th>`;
@@ -171,7 +177,7 @@ export function mount(el, study) {
       <canvas id="edf" class="chart small" role="img" data-testid="edf" aria-label="Empirical distribution of the completed values"></canvas>
       <p class="dim" data-testid="edf-caption"></p>
       <div class="scroll" tabindex="0" role="region" aria-label="The distribution in numbers"><table class="grid compact" data-testid="edf-summary"><caption class="table-caption">The distribution in numbers</caption>
-        <thead><tr>${summaryHead()}</tr></thead><tbody><tr></tr></tbody></table></div>
+        <thead><tr>${summaryHead({ constrained: Boolean(study.constrained) })}</tr></thead><tbody><tr></tr></tbody></table></div>
     </div>`,
   );
   const canvas = el.querySelector("#edf");

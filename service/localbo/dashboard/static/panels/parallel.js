@@ -320,7 +320,7 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="parallel-title">Parameters of the completed trials<span class="dim" id="parallel-note" data-testid="parallel-note"></span></h2>
-      <span class="dim">coloured by value (by the colour scale: best to worst); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed black line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span>${
+      <span class="dim">coloured by value (by the colour scale: best to worst); drag along an axis to select a range, click it to drop the range<span id="parallel-centre" data-testid="parallel-centre" hidden>; the dashed line is the policy's centre</span><span id="parallel-box" data-testid="parallel-box" hidden>, the grey bands its box</span>${
         study.constrained ? html`<span data-testid="parallel-infeasible">; infeasible trials dashed grey</span>` : ""
       }</span></div>
     <p class="brush-line" data-testid="brush" hidden><span data-testid="brush-summary"></span> <button type="button" data-testid="brush-clear">clear the selection</button></p>

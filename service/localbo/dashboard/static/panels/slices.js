@@ -1,7 +1,7 @@
 // Slice plots: the value against each parameter, one small chart per parameter (all of them), in user
 // units (log axes for log parameters, a categorical's axis labelled by choice). Failed trials are
 // vermillion crosses on a strip under the plot (they have no value); infeasible trials (a study with outcome
-// constraints) hollow marks in the history's infeasible colour; the local policy's centre is a dashed black
+// constraints) hollow marks in the history's infeasible colour; the local policy's centre is a dashed
 // vertical line.
 
 import { COLORS, fmt, horizontalGrid } from "../charts.js";
