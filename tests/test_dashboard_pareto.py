@@ -218,6 +218,16 @@ def test_three_objectives_draw_each_pair_and_a_single_objective_never_asks_for_t
     heads = page.get_by_test_id("tradeoff").locator("thead th").all_inner_texts()
     assert [h.rstrip(" ▴▾") for h in heads] == ["trial", "f1 (minimise)", "f2 (minimise)", "f3 (maximise)"], heads
     assert page.get_by_test_id("tradeoff").locator("tbody tr").count() == n
+    # a long metric name is shortened, never the direction hint after it
+    title = page.evaluate(
+        """async () => {
+          const { axisTitle } = await import('./static/front-chart.js');
+          const ctx = document.createElement('canvas').getContext('2d');
+          ctx.font = '12px system-ui, sans-serif';
+          return axisTitle(ctx, 'f3_a_long_metric_name_from_the_rig (maximise)', false, 120);
+        }"""
+    )
+    assert title.startswith("f3_") and "…" in title and title.endswith(", better →"), title
     # a tell arrives live: the marks, the front and the trade-offs follow (the front is read again)
     fill(api, name, 1, lambda p: {"f1": 0.0, "f2": 0.0, "f3": 5.0})  # dominates every trial
     page.wait_for_function(

@@ -22,6 +22,12 @@ function range(values) {
   return padRange(lo, hi, 0.06);
 }
 
+// an axis' title: its metric, shortened to fit, then which way is better (kept whole: it is what the title is for)
+export function axisTitle(ctx, label, minimise, room) {
+  const better = `, better ${minimise ? "←" : "→"}`;
+  return `${fit(ctx, label, Math.max(room - ctx.measureText(better).width, 24))}${better}`;
+}
+
 // The front's trials in staircase order: sorted by the x objective, better first (ties: the better y first).
 function staircase(front, minimise) {
   const key = (v, k) => (minimise[k] ? v : -v);
@@ -59,12 +65,12 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
   for (const t of xTicks) ctx.fillText(fmt(t), sx(t), box.b + 5);
   // each axis: its metric, its direction, and which way is better
   ctx.fillStyle = COLORS.text;
-  ctx.fillText(fit(ctx, `${labels[0]}, better ${minimise[0] ? "←" : "→"}`, box.r - box.l), (box.l + box.r) / 2, box.b + 22);
+  ctx.fillText(axisTitle(ctx, labels[0], minimise[0], box.r - box.l), (box.l + box.r) / 2, box.b + 22);
   ctx.save();
   ctx.translate(13, (box.t + box.b) / 2);
   ctx.rotate(-Math.PI / 2);
   ctx.textBaseline = "middle";
-  ctx.fillText(fit(ctx, `${labels[1]}, better ${minimise[1] ? "←" : "→"}`, box.b - box.t), 0, 0);
+  ctx.fillText(axisTitle(ctx, labels[1], minimise[1], box.b - box.t), 0, 0);
   ctx.restore();
   ctx.strokeStyle = COLORS.axis;
   ctx.strokeRect(box.l + 0.5, box.t + 0.5, box.r - box.l, box.b - box.t);
