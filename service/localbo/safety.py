@@ -78,9 +78,10 @@ def safest_known(
     return seeds[0] if seeds else None
 
 
-def nowhere_safe(name: str) -> Conflict:
+def nowhere_safe(name: str, linear: LinearConstraints | None = None) -> Conflict:
+    keeps = " that keeps the parameter_constraints" if linear else ""
     return Conflict(
-        f"safety: study {name!r} has no seed and no feasible completed trial yet, so no point is known safe; "
+        f"safety: study {name!r} has no seed and no feasible completed trial{keeps} yet, so no point is known safe; "
         f"tell one with POST /api/v1/studies/{name}/trials (its params and values) and ask again"
     )
 
@@ -96,5 +97,5 @@ def safe_fallback(
     """``k`` plan points at the safest known point (``safest_known``), or the 409 of ``nowhere_safe``."""
     x = safest_known(outcomes, done, seeds, linear)
     if x is None:
-        raise nowhere_safe(name)
+        raise nowhere_safe(name, linear)
     return [(list(x), SAFE_FALLBACK, None) for _ in range(k)]

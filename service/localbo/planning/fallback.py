@@ -51,9 +51,7 @@ def fallback_points(
         try:
             X = sample(polytope, k, generator, low, high)
         except EmptyRegion as exc:  # a study stored before creation checked the region as the samplers do
-            raise Conflict(
-                f"parameter_constraints: {exc} within {Polytope.TOLERANCE:g}; no point can be asked"
-            ) from exc
+            raise Conflict(f"parameter_constraints: {exc} ({Polytope.TOLERANCE:g}); no point can be asked") from exc
     else:
         X = low + torch.rand(k, dim, generator=generator, dtype=torch.float64) * (high - low)
     return [(space.snap(row), Source.FALLBACK.value, None) for row in X.tolist()]

@@ -80,7 +80,8 @@ class PolicyRunner:
             study.outcomes.safety is not None
             and safest_known(study.outcomes, done, study.seeds(), study.linear) is None
         ):
-            why = "safety: no seed and no feasible completed trial yet: no point is known safe"
+            keeps = " that keeps the parameter_constraints" if study.linear else ""
+            why = f"safety: no seed and no feasible completed trial{keeps} yet: no point is known safe"
             return Plan(study.state_version, [], None, f"{utcnow().isoformat()} {why}")
         try:
             request = self.request(study, config, done, pending, short, failed, failed_points, n_failed)
