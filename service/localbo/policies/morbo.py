@@ -149,7 +149,8 @@ class Morbo(Policy[MorboConfig, MorboState]):
             "hypervolume": state.hypervolume,
         }
         if state.reference_point is not None:
-            numbers["reference point"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
+            # the policies minimise: a maximised objective's bound shows negated (the study's own is in its summary)
+            numbers["reference point, minimised"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
         if state.feasible_share is not None:
             numbers["feasible share"] = round(state.feasible_share, 4)
         if not state.regions:

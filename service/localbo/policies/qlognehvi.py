@@ -101,7 +101,8 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
             "log acquisition": state.acquisition,
         }
         if state.reference_point is not None:
-            numbers["reference point"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
+            # the policies minimise: a maximised objective's bound shows negated (the study's own is in its summary)
+            numbers["reference point, minimised"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
         if not state.hypers:
             total = config.n_init or max(state.design_asked, 1)
             progress = Progress(done=min(state.design_asked, total), total=total, label="design points asked")
