@@ -104,8 +104,10 @@ def spec_for(objective: str, method: str, seed: int, evals: int, noise: float) -
         policy, config = TRUE_L[method], {"lipschitz_constant": true_lipschitz(objective)}
     else:
         policy, config = VARIANTS.get(method, (method, None))
-    if policy != "random":  # the protocol's design, d + 1 points (the policies' default is max(d + 1, 5) now)
-        config = {"n_init": get_objective(objective).dim + 1, **(config or {})}
+    from localbo.policies import get_policy
+
+    if "n_init" in get_policy(policy).Config.model_fields:  # the protocol's design, d + 1 points (the default is
+        config = {"n_init": get_objective(objective).dim + 1, **(config or {})}  # max(d + 1, 5) now)
     return RunSpec(objective, method, "direct", seed, evals, config, policy=policy, noise_std=noise)
 
 

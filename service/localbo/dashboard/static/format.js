@@ -8,6 +8,7 @@ export { fmt };
 export function duration(s) {
   if (s === null || s === undefined || !Number.isFinite(s)) return "–";
   const a = Math.abs(s);
+  if (a < 0.01) return a === 0 ? "0 s" : "< 0.01 s";
   if (a < 1) return `${Number(s.toPrecision(2))} s`; // a sub-second gap between results, not "0 s"
   if (a < 10) return `${Number(s.toFixed(1))} s`;
   if (a < 60) return `${Math.round(s)} s`;

@@ -24,8 +24,9 @@ function pagerWords(key, desc, names) {
       : key === "value" ? ["higher values", "lower values"]
         : key === "completed" ? ["later", "earlier"]
           : names.includes(key) ? [`higher ${key}`, `lower ${key}`]
-            : ["previous", "next"];
-  if (key === "state") return pair;
+            : key.startsWith("objective:") || key.startsWith("constraint:") ? ["higher values", "lower values"]
+              : ["previous", "next"];
+  if (key === "state" || pair[0] === "previous") return pair;
   return desc ? pair : [pair[1], pair[0]];
 }
 
