@@ -259,6 +259,31 @@ def test_every_point_handed_out_satisfies_the_parameter_constraints(api: Any, po
     assert api.get(f"{API}/{name}").json()["summary"]["n_fallback"] == 0
 
 
+def test_a_policy_point_that_breaks_the_parameter_constraints_is_never_handed_out(
+    make_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever a policy returns, the planner checks the constraints: a point outside them is the policy's
+    failure (recorded), and the study gets fallback points inside them."""
+    import torch
+    from localbo.policies import get_policy
+    from localbo.policies.base import Suggestion
+
+    cls = get_policy("turbo")
+
+    def outside(self: Any, request: Any) -> Any:
+        return Suggestion(X=torch.ones(request.count, request.dim, dtype=torch.float64), state=request.state)
+
+    monkeypatch.setattr(cls, "suggest", outside)
+    api = make_client()
+    name = unique()
+    body = {"name": name, "space": MIXTURE, "policy": "turbo", "seed": 2, "parameter_constraints": RULES}
+    assert api.post(API, json=body).status_code == 201
+    trials = ask(api, name, 3)
+    assert all(holds(t["params"], RULES) for t in trials), [t["params"] for t in trials]
+    assert {t["source"] for t in trials} == {"fallback"}, trials
+    assert "breaks the parameter constraints" in (api.get(f"{API}/{name}").json()["last_policy_error"] or "")
+
+
 def test_a_fallback_point_satisfies_the_parameter_constraints(api: Any) -> None:
     """A policy that fails gets fallback points: inside the constraints too."""
     from localbo.storage.models import Study
