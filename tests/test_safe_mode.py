@@ -82,8 +82,25 @@ def test_a_told_point_that_breaks_the_parameter_constraints_is_never_handed_out_
     assert api.post(f"{API}/{name}/trials", json=inside).status_code == 201
     trials = ask(api, name, 3)
     assert all(t["params"]["a"] + t["params"]["b"] <= 1 + 1e-9 for t in trials), trials
-    # turbo itself runs: its centre is the best told point inside the constraints, not the better one outside
-    assert [t["source"] for t in trials] == ["turbo"] * 3, trials
+    assert all(t["source"] in ("turbo", "fallback-safe") for t in trials), trials  # fallback-safe: a late plan
+
+
+def test_turbo_in_safe_mode_centres_on_a_told_point_that_keeps_the_parameter_constraints() -> None:
+    """The best told point breaks u1 + u2 <= 1 (added by hand); safe mode re-asks its centre, so the centre is the
+    best point inside them (turbo centred on the one outside, and every plan it made was refused)."""
+    from localbo.policies.base import Polytope
+
+    polytope = Polytope(
+        torch.ones(1, 2, dtype=torch.float64), torch.ones(1, dtype=torch.float64), torch.zeros(0, 2), torch.zeros(0)
+    )
+    X = torch.tensor([[0.9, 0.9], [0.3, 0.3]], dtype=torch.float64)  # outside (the best), inside
+    request = make_request("turbo", X, torch.tensor([-0.9, -0.3]), count=3, config={"candidates": 200})
+    request = dataclasses.replace(
+        request, C=torch.tensor([[-100.0], [-50.0]]), polytope=polytope, max_violation_probability=0.05
+    )
+    suggestion = get_policy("turbo")().suggest(request)
+    assert bool((suggestion.X.sum(-1) <= 1 + 1e-9).all()), suggestion.X
+    assert suggestion.state.region.centre == [0.3, 0.3], "the best told point inside the constraints"
 
 
 def test_a_failing_policy_in_safe_mode_re_asks_the_safest_known_point(
