@@ -115,18 +115,18 @@ from localbo.policies.base import (
     KernelKind,
     Policy,
     PolicyError,
-    Polytope,
     Progress,
     Suggestion,
     SuggestRequest,
 )
 from localbo.policies.gp import fit_model, to_state
-from localbo.policies.polytope import EmptyRegion, design, sample, violation
+from localbo.policies.polytope import EmptyRegion, design, sample
 from localbo.policies.ts import pathwise_path
 from localbo.policies.turbo_region import (
     Region,
     TurboConfig,
     TurboState,
+    centre_index,
     perturbation_mask,
     region_mask,
     restart_at_incumbent,
@@ -249,12 +249,12 @@ class Turbo(Policy[TurboConfig, TurboState]):
             return self._design(request, state, region, counted, q, n_init)
         if region.best is None:  # the design is in: from now on results count as successes or failures
             counted |= set(numbers.tolist())
-        i = self._centre(request, X, y, v)  # the best (feasible, else least violating) point of the region's data
+        i = centre_index(request, X, y, v)  # the best (feasible, else least violating) point of the region's data
         if config.max_data is not None and X.shape[0] > config.max_data:  # the region's data nearest its centre
             near = subsets.nearest(X, X[i], config.max_data)
             X, y, numbers, v = X[near], y[near], numbers[near], v[near]
             keep = keep.nonzero().reshape(-1)[near]  # C_all[keep] lines up with X
-            i = self._centre(request, X, y, v)
+            i = centre_index(request, X, y, v)
         floor = config.noise_floor
         model = fit_model(
             X, y, "matern52", state.hypers, device=request.device, generator=request.generator, noise_floor=floor
@@ -407,17 +407,6 @@ class Turbo(Policy[TurboConfig, TurboState]):
         if short > 0:
             points = torch.cat([points, centre.expand(short, d).to(points)])
         return points, safe_share, (sum(shares) / len(shares) if shares else None)
-
-    @staticmethod
-    def _centre(request: SuggestRequest[TurboConfig, TurboState], X: Tensor, y: Tensor, v: Tensor) -> int:
-        """The region's centre: its best point (``best_index``); in safe mode one that keeps the parameter
-        constraints, since safe mode asks its centre again (a trial added by hand may break them)."""
-        if request.max_violation_probability is None or request.polytope is None:
-            return best_index(y, v)
-        off = violation(request.polytope, X) > Polytope.TOLERANCE
-        if bool(off.all()):
-            raise PolicyError("safe mode: every point of the region breaks the parameter constraints")
-        return best_index(y, torch.where(off, torch.full_like(v, math.inf), v))
 
     @staticmethod
     def _mean_violation(constraints: list[SingleTaskGP], points: Tensor) -> Tensor:

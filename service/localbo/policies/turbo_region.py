@@ -12,8 +12,9 @@ import torch
 from pydantic import BaseModel, Field
 from torch import Tensor
 
-from localbo.policies.base import PolicyConfig, PolicyState, SuggestRequest
+from localbo.policies.base import PolicyConfig, PolicyError, PolicyState, Polytope, SuggestRequest
 from localbo.policies.gp import Hypers, StoredHypers, noise_floor_field
+from localbo.policies.polytope import violation
 from localbo.policies.violation import best_index
 
 SUCCESS_MARGIN = 1e-3  # relative improvement that counts as a success (the paper's)
@@ -172,3 +173,14 @@ def update_failed(region: Region, config: TurboConfig, d: int, q: int) -> Region
     if failures_ >= failure_tolerance(config, d, q):
         length, failures_ = length / 2.0, 0
     return region.model_copy(update={"length": length, "successes": 0, "failures": failures_})
+
+
+def centre_index(request: SuggestRequest[Any, Any], X: Tensor, y: Tensor, v: Tensor) -> int:
+    """The region's centre among the rows of X: its best point (``best_index``); in safe mode one that keeps the
+    parameter constraints, since safe mode asks its centre again (a trial added by hand may break them)."""
+    if request.max_violation_probability is None or request.polytope is None:
+        return best_index(y, v)
+    off = violation(request.polytope, X) > Polytope.TOLERANCE
+    if bool(off.all()):
+        raise PolicyError("safe mode: every point of the region breaks the parameter constraints")
+    return best_index(y, torch.where(off, torch.full_like(v, math.inf), v))
