@@ -159,8 +159,8 @@ def test_with_tokens_the_page_asks_for_one_and_shows_only_readable_studies(page:
 
 def test_a_lipschitz_policy_shows_its_l_estimate_in_words(server: ServerProcess, page: Any) -> None:
     api, name = Api(server.url), unique("lip")
-    api.create(name, policy="ar-ucb")
-    for k in range(4):  # the initial design (d + 1 = 3 points), then one ar-ucb suggestion
+    api.create(name, policy="ar-ucb", policy_config={"n_init": 3})
+    for k in range(4):  # the initial design (n_init = 3 points), then one ar-ucb suggestion
         api.tell(name, api.ask(name)["number"], float((k - 1.5) ** 2))
     api.ask(name)
     open_page(page, server.url, f"#/study/{name}", view="study")
