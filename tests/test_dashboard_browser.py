@@ -49,8 +49,8 @@ class Api:
         assert r.status_code in (200, 201), r.text
         return r.json()
 
-    def create(self, name: str, policy: str = "sobol") -> None:
-        self.post("studies", {"name": name, "space": SPACE, "policy": policy, "seed": 3})
+    def create(self, name: str, policy: str = "sobol", **extra: Any) -> None:
+        self.post("studies", {"name": name, "space": SPACE, "policy": policy, "seed": 3, **extra})
 
     def ask(self, name: str) -> dict:
         return self.post(f"studies/{name}/ask")["trials"][0]
