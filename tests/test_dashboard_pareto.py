@@ -154,6 +154,11 @@ def test_two_objectives_draw_the_front_the_hypervolume_the_trade_offs_and_brushi
     page.wait_for_function("!document.querySelector('[data-testid=front-brush]').hidden")
     assert table_numbers(page) == expected
     assert page.get_by_test_id("front-brush-summary").inner_text().endswith("(6 trials).")
+    # the trade-off table keeps the front's trials in the selection
+    in_both = sorted(expected & set(front))
+    tradeoff_rows = page.get_by_test_id("tradeoff").locator("tbody tr")
+    assert sorted(int(n) for n in tradeoff_rows.evaluate_all("rs => rs.map(r => r.dataset.number)")) == in_both
+    assert page.get_by_test_id("tradeoff-note").inner_text().startswith(f"{len(in_both)} of the front's {len(front)}")
     assert "filtered by the selection" in page.locator("#brush-note").inner_text()
     # the front itself, by a button; then the selection dropped
     page.get_by_test_id("front-select").click()
@@ -161,6 +166,7 @@ def test_two_objectives_draw_the_front_the_hypervolume_the_trade_offs_and_brushi
     assert table_numbers(page) == set(front)
     page.get_by_test_id("front-brush-clear").click()
     page.wait_for_function("document.querySelectorAll('[data-testid=trials] tbody tr').length === 12")
+    page.wait_for_function(f"document.querySelectorAll('[data-testid=tradeoff] tbody tr').length === {len(front)}")
     assert axe_violations(page) == []
     values = {t["number"]: t["values"] for t in trials}
     # the trials table: a column per objective, named, not one unnamed value (the first objective's)

@@ -1,6 +1,7 @@
 // The trade-off table of a study with several objectives: one row per trial on the Pareto front (GET
 // .../pareto), its number (a link to its page) and each objective's value; sortable by any column with the
-// header buttons (mouse or keyboard), the column's direction in aria-sort. Hidden on a single-objective study.
+// header buttons (mouse or keyboard), the column's direction in aria-sort; a selection brushed on a chart keeps
+// only its trials. Hidden on a single-objective study.
 
 import { html, render, renderChanged } from "../html.js";
 import { fmt } from "../format.js";
@@ -28,8 +29,10 @@ export function mount(el, study) {
   });
   return {
     render() {
-      const trials = study.pareto?.trials ?? [];
-      const key = JSON.stringify([trials.map((t) => t.number), study.pareto?.hypervolume, view]);
+      const front = study.pareto?.trials ?? [];
+      const brushed = study.brushed; // a selection on a chart filters the front's rows too, as it does the trials table
+      const trials = brushed ? front.filter((t) => brushed(t.number - 1)) : front;
+      const key = JSON.stringify([trials.map((t) => t.number), front.length, study.pareto?.hypervolume, view]);
       if (key === drawnKey) return;
       drawnKey = key;
       const value = (t) => (view.sort === "number" ? t.number : t.values?.[objectives[Number(view.sort)].metric] ?? -Infinity);
@@ -42,9 +45,11 @@ export function mount(el, study) {
       };
       const link = (n) => `#/study/${encodeURIComponent(study.name)}/trial/${n}`;
       const focused = document.activeElement?.dataset?.sort && box.contains(document.activeElement) ? document.activeElement.dataset.sort : null;
-      el.querySelector("[data-testid=tradeoff-note]").textContent = study.pareto
-        ? `${trials.length} trials: none is better in every objective than another`
-        : "";
+      el.querySelector("[data-testid=tradeoff-note]").textContent = !study.pareto
+        ? ""
+        : brushed
+          ? `${trials.length} of the front's ${front.length} trials in the selection`
+          : `${trials.length} trials: none is better in every objective than another`;
       const drew = renderChanged(
         box,
         html`<div class="scroll"><table class="grid compact" data-testid="tradeoff"><thead><tr>${head("number", "trial")}${objectives.map((o, j) =>
@@ -54,7 +59,9 @@ export function mount(el, study) {
             (o) => html`<td class="num" data-metric="${o.metric}">${fmt(t.values?.[o.metric])}</td>`,
           )}</tr>`,
         )}</tbody></table></div>${
-          study.pareto && !trials.length ? html`<p class="empty" data-testid="tradeoff-empty">No trial on the front yet.</p>` : ""
+          study.pareto && !trials.length
+            ? html`<p class="empty" data-testid="tradeoff-empty">${front.length ? "No trial of the front is in the selection." : "No trial on the front yet."}</p>`
+            : ""
         }`,
       );
       if (drew && focused) box.querySelector(`[data-sort="${focused}"]`)?.focus();
