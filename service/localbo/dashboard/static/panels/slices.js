@@ -185,6 +185,12 @@ export function mount(el, study) {
   const empty = el.querySelector("[data-testid=slices-empty]");
   const select = el.querySelector("#slices-objective");
   let objective = 0;
+  let viewed = { key: "", data: null }; // the chosen objective's columns, kept while the data and choice stay
+  const columns = () => {
+    const key = `${study.data.version}:${objective}`;
+    if (viewed.key !== key) viewed = { key, data: objectiveView(study, objective) };
+    return viewed.data;
+  };
   select?.addEventListener("change", () => {
     objective = Number(select.value) || 0;
     study.rerender();
@@ -201,7 +207,7 @@ export function mount(el, study) {
       const chosen = choices[objective];
       const direction = chosen?.direction ?? study.direction;
       box.dataset.objective = chosen?.metric ?? "value";
-      drawSlices(box, { names, specs, data: objectiveView(study, objective), direction, centre, label: chosen?.metric ?? "value" });
+      drawSlices(box, { names, specs, data: columns(), direction, centre, label: chosen?.metric ?? "value" });
     },
   };
 }
