@@ -145,9 +145,9 @@ def test_a_panel_that_throws_shows_its_message_and_the_others_render(server: Ser
 # -- 2. a stopped study, trials past their lease ---------------------------------------------------
 
 
-def stalled_study(server: ServerProcess, db: Path, fallbacks: int = 0) -> tuple[str, list[int]]:
-    """8 results told one a minute, the last 40 minutes ago; then one trial running 37 minutes past its lease and
-    one stale; ``fallbacks`` of the told trials marked as fallback points."""
+def stalled_study(server: ServerProcess, db: Path, fallbacks: int = 0, gap_s: float = 60) -> tuple[str, list[int]]:
+    """8 results told one every ``gap_s`` seconds (a minute), the last 40 minutes ago; then one trial running 37
+    minutes past its lease and one stale; ``fallbacks`` of the told trials marked as fallback points."""
     api, name = Api(server.url), unique("stalled")
     api.create(name)
     told = []
@@ -161,7 +161,7 @@ def stalled_study(server: ServerProcess, db: Path, fallbacks: int = 0) -> tuple[
     sid = study_id(db, name)
     write(db, "UPDATE studies SET created_at = ? WHERE id = ?", stamp(now - timedelta(hours=1)), sid)
     for k, number in enumerate(told):
-        done = now - timedelta(minutes=40 + 7 - k)  # steady: one a minute, the last 40 minutes ago
+        done = now - timedelta(minutes=40, seconds=(7 - k) * gap_s)  # steady, the last 40 minutes ago
         write(
             db,
             "UPDATE trials SET created_at = ?, completed_at = ?, lease_expires_at = NULL"
@@ -233,6 +233,25 @@ def test_a_study_stopped_relative_to_its_cadence_says_so_at_the_top_and_in_the_l
     calm = page.locator("[data-testid=studies] tr", has_text=lively)
     assert calm.get_by_test_id("stopped").count() == 0 and calm.get_attribute("data-trouble") == "0"
     assert axe_violations(page) == []
+
+
+def test_a_study_whose_results_came_sub_second_reads_its_gap_and_no_absurd_ratio(
+    server: ServerProcess, db: Path, page: Any
+) -> None:
+    """Results 0.3 s apart, then 40 minutes of silence: stopped by the rule's two-minute floor, not by 8,000x a gap
+    that read "0 s"."""
+    name, _ = stalled_study(server, db, gap_s=0.3)
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    text = page.get_by_test_id("trouble-stall").inner_text()
+    assert "its usual gap is 0.3 s" in text and "× its usual gap" not in text, text
+    assert page.get_by_test_id("typical-gap").inner_text() == "0.3 s"
+    shown = page.evaluate(
+        """async () => {
+          const { duration } = await import('./static/format.js');
+          return [0, 0.004, 0.354, 5.26, 42, 150].map(duration);
+        }"""
+    )
+    assert shown == ["0 s", "< 0.01 s", "0.35 s", "5.3 s", "42 s", "3 min"], shown
 
 
 def test_a_stopped_study_fits_a_phone(server: ServerProcess, db: Path, browser: Any) -> None:
