@@ -9,7 +9,7 @@
 import { html, render } from "../html.js";
 import { COLORS, fmt, frameAxes, niceTicks, padRange, prepare, unit } from "../charts.js";
 import { exact } from "../format.js";
-import { directionWord } from "../objectives.js";
+import { directionWord, objectiveLabel } from "../objectives.js";
 
 // line styles by curve, so curves differ in more than colour: solid, dashed, dotted, dash-dot
 export const DASHES = [[], [7, 4], [2, 3], [9, 3, 2, 3]];
@@ -168,7 +168,7 @@ export function mount(el, study) {
     html`<div class="panel-head"><h2 id="edf-title">Distribution of values</h2>${
       choices.length
         ? html`<label class="check">objective <select id="edf-objective" data-testid="edf-objective">${choices.map(
-            (o, k) => html`<option value="${String(k)}">${o.metric} (${directionWord(o.direction)})</option>`,
+            (o, k) => html`<option value="${String(k)}">${objectiveLabel(o)}</option>`,
           )}</select></label>`
         : ""
     }</div>

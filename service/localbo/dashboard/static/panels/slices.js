@@ -6,7 +6,7 @@
 
 import { COLORS, fmt, horizontalGrid } from "../charts.js";
 import { html, render } from "../html.js";
-import { directionWord } from "../objectives.js";
+import { objectiveLabel } from "../objectives.js";
 import { INK, completedByRank, fitLabel, niceTicks, padRange, paramAxis, prepare, unit } from "./scales.js";
 
 const HEIGHT = 210;
@@ -171,7 +171,7 @@ export function mount(el, study) {
     html`<div class="panel-head"><h2 id="slices-title">Value against each parameter</h2>${
       choices.length
         ? html`<label class="check">objective <select id="slices-objective" data-testid="slices-objective">${choices.map(
-            (o, k) => html`<option value="${String(k)}">${o.metric} (${directionWord(o.direction)})</option>`,
+            (o, k) => html`<option value="${String(k)}">${objectiveLabel(o)}</option>`,
           )}</select></label>`
         : ""
     }
