@@ -99,7 +99,14 @@ class Api:
 
 def open_page(page: Any, url: str, fragment: str = "", view: str = "list") -> None:
     page.goto(f"{url}/dashboard/{fragment}")
-    page.wait_for_selector(f"body[data-ready='1'][data-view='{view}']", timeout=30_000)
+    try:
+        page.wait_for_selector(f"body[data-ready='1'][data-view='{view}']", timeout=30_000)
+    except Exception as error:  # say what the page shows instead (an error view, another view, still loading)
+        shown = page.evaluate(
+            "({...document.body.dataset, hash: location.hash, "
+            "main: document.getElementById('main').innerText.slice(0, 400)})"
+        )
+        raise AssertionError(f"the {view} view did not get ready: {shown}") from error
 
 
 def assert_aborted(page: Any, aborted: list[str], path: str) -> None:
