@@ -182,6 +182,18 @@ def test_two_objectives_draw_the_front_the_hypervolume_the_trade_offs_and_brushi
     page.get_by_test_id("slices-objective").select_option("1")
     page.wait_for_function("document.querySelector('[data-testid=slices]').dataset.objective === 'cost'")
     assert slices.locator("canvas").first.get_attribute("aria-label").startswith("cost against ")
+    # the value filter names its objective: the trials whose cost is at most the median's, by cost, not by yield
+    costs = sorted(v["cost"] for v in values.values())
+    cheap = {n for n, v in values.items() if v["cost"] <= costs[5]}
+    filters = page.get_by_test_id("filters")
+    filters.get_by_label("value of").select_option("cost")
+    filters.get_by_label("to", exact=True).first.fill(repr(costs[5]))
+    page.wait_for_function("document.querySelectorAll('[data-testid=trials] tbody tr').length === 6")
+    assert table_numbers(page) == cheap
+    assert f"cost ≤ {costs[5]!r}" in page.get_by_test_id("filter-note").inner_text()
+    assert "value_of=cost" in page.evaluate("location.hash")
+    filters.get_by_role("button", name="clear filters").click()
+    page.wait_for_function("document.querySelectorAll('[data-testid=trials] tbody tr').length === 12")
 
     # the trial page: every objective's value, and whether it is on the front
     on, off = front[0], next(n for n in range(1, 13) if n not in front)

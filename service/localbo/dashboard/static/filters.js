@@ -1,12 +1,13 @@
-// The trials table's filters (issue 27, item 7): by state, source, a value range, one parameter's range (or
-// choice), and a note's text, all at once (AND) and with the charts' brushed selection. They live in the page's
-// URL (#/study/NAME?state=complete&value_min=0.5&param=temp&param_min=600&note=contaminated), so a link
-// restores them. Pure functions: no DOM.
+// The trials table's filters (issue 27, item 7): by state, source, a value range (on a study with several
+// objectives, the range of the objective named by value_of), one parameter's range (or choice), and a note's text,
+// all at once (AND) and with the charts' brushed selection. They live in the page's URL
+// (#/study/NAME?state=complete&value_min=0.5&param=temp&param_min=600&note=contaminated), so a link restores
+// them. Pure functions: no DOM.
 
 import { fromUnit } from "./format.js";
 
 // the URL's keys, in the order they are written
-export const FILTER_KEYS = ["state", "source", "value_min", "value_max", "param", "param_min", "param_max", "param_is", "note"];
+export const FILTER_KEYS = ["state", "source", "value_of", "value_min", "value_max", "param", "param_min", "param_max", "param_is", "note"];
 export const STATES = ["complete", "running", "failed", "stale"];
 
 // a bound as a number, or null (empty, or not a number)
@@ -16,22 +17,27 @@ function bound(text) {
   return Number.isFinite(v) ? v : null;
 }
 
-// The filters a query (the hash's text after "?") names; unknown keys and values that cannot apply are dropped
-export function parseFilters(query, names = []) {
+// The filters a query (the hash's text after "?") names; unknown keys and values that cannot apply are dropped.
+// objectives: the study's when it has several (value_of names one of them; the first when it names none).
+export function parseFilters(query, names = [], objectives = []) {
   const q = new URLSearchParams(query || "");
   const text = (k) => (q.get(k) ?? "").trim();
   const f = Object.fromEntries(FILTER_KEYS.map((k) => [k, text(k)]));
   if (!STATES.includes(f.state)) f.state = "";
   if (f.param && !names.includes(f.param)) f.param = "";
+  const metrics = objectives.map((o) => o.metric);
+  if (!metrics.includes(f.value_of)) f.value_of = metrics[0] ?? "";
   for (const k of ["value_min", "value_max", "param_min", "param_max"]) if (bound(f[k]) === null) f[k] = "";
   if (!f.param) f.param_min = f.param_max = f.param_is = "";
   return f;
 }
 
 // {key: value} for the URL: every filter key, empty where unset (the router drops those)
-export const filtersQuery = (f) => Object.fromEntries(FILTER_KEYS.map((k) => [k, f[k] ?? ""]));
+// (the objective of the value range only with a bound: a link without one reads the first objective anyway)
+export const filtersQuery = (f) =>
+  Object.fromEntries(FILTER_KEYS.map((k) => [k, k === "value_of" && !f.value_min && !f.value_max ? "" : f[k] ?? ""]));
 
-export const isFiltered = (f) => FILTER_KEYS.some((k) => k !== "param" && f[k]);
+export const isFiltered = (f) => FILTER_KEYS.some((k) => k !== "param" && k !== "value_of" && f[k]);
 
 // (i) => boolean over the study's trials (by number - 1), or null when no filter is set
 export function filterTrials(study, f) {
@@ -51,7 +57,7 @@ export function filterTrials(study, f) {
     if (f.state && data.state[i] !== f.state) return false;
     if (f.source && data.source[i] !== f.source) return false;
     if (vmin !== null || vmax !== null) {
-      const v = data.value[i];
+      const v = f.value_of ? data.metrics?.[i]?.[f.value_of] : data.value[i];
       if (v === null || v === undefined || (vmin !== null && v < vmin) || (vmax !== null && v > vmax)) return false;
     }
     if (spec && (pmin !== null || pmax !== null || choice)) {
@@ -80,7 +86,7 @@ export function describeFilters(f) {
     else if (lo) out.push(`${what} ≥ ${lo}`);
     else if (hi) out.push(`${what} ≤ ${hi}`);
   };
-  range("value", f.value_min, f.value_max);
+  range(f.value_of || "value", f.value_min, f.value_max);
   if (f.param && f.param_is) out.push(`${f.param} = ${f.param_is}`);
   else if (f.param) range(f.param, f.param_min, f.param_max);
   if (f.note) out.push(`note contains “${f.note}”`);

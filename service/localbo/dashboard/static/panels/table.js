@@ -2,7 +2,8 @@
 // full, expandable when long), value (several objectives: each objective's), candidate id (finite studies), on
 // a study with outcome constraints whether each trial was feasible and each constrained metric (a value past its
 // bound marked), parameters in user units, source, finished (date and time) and, once a trial has one, its note (issue 27, item 6).
-// Filters (issue 27, item 7; filters.js): state, source, a value range, one parameter's range or choice and a
+// Filters (issue 27, item 7; filters.js): state, source, a value range (several objectives: of the one chosen), one
+// parameter's range or choice and a
 // note's text, all at once and with the study's brushed selection; they live in the page's URL (router.setQuery).
 
 import { API, get, server } from "../api.js";
@@ -56,7 +57,11 @@ function filterForm(study) {
   return html`<form class="filters" role="search" aria-label="Filter the trials" data-testid="filters">
     <label>state <select id="filter" name="state"><option value="">all</option>${STATES.map((s) => html`<option>${s}</option>`)}</select></label>
     <label>source <select name="source"><option value="">all</option></select></label>
-    <span class="filter-range">${field("value_min", "value from")} ${field("value_max", "to")}</span>
+    <span class="filter-range">${
+      study.several
+        ? html`<label>value of <select name="value_of">${study.objectives.map((o) => html`<option>${o.metric}</option>`)}</select></label> ${field("value_min", "from")}`
+        : field("value_min", "value from")
+    } ${field("value_max", "to")}</span>
     <span class="filter-range"><label>parameter <select name="param"><option value="">none</option>${study.names.map(
       (n) => html`<option>${n}</option>`,
     )}</select></label>
@@ -68,7 +73,8 @@ function filterForm(study) {
 }
 
 export function mount(el, study) {
-  const view = { sort: "number", desc: true, page: 0, filters: parseFilters(study.query, study.names) };
+  const mo = () => (study.several ? study.objectives : []); // the value filter's choice of objective
+  const view = { sort: "number", desc: true, page: 0, filters: parseFilters(study.query, study.names, mo()) };
   const opened = new Set(); // trial numbers whose long failure reason the viewer expanded (kept over redraws)
   const openedNotes = new Set(); // and whose long note
   let drawnKey = "";
@@ -107,7 +113,7 @@ export function mount(el, study) {
     const f = Object.fromEntries([...new FormData(form)].map(([k, v]) => [k, String(v).trim()]));
     const another = f.param !== view.filters.param; // another parameter: its bounds start empty
     if (another) f.param_min = f.param_max = f.param_is = "";
-    view.filters = parseFilters(new URLSearchParams(filtersQuery(f)).toString(), study.names);
+    view.filters = parseFilters(new URLSearchParams(filtersQuery(f)).toString(), study.names, mo());
     if (another) showFilters();
     view.page = 0;
     setQuery(filtersQuery(view.filters));
@@ -117,7 +123,7 @@ export function mount(el, study) {
   form.addEventListener("change", changed);
   form.addEventListener("submit", (event) => event.preventDefault());
   form.querySelector("[data-clear]").addEventListener("click", () => {
-    view.filters = parseFilters("", study.names);
+    view.filters = parseFilters("", study.names, mo());
     showFilters();
     input("source").value = "";
     view.page = 0;
