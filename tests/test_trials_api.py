@@ -234,3 +234,17 @@ def test_idempotent_answers_are_kept_for_their_ttl_then_forgotten(make_client) -
     ask(api, name)  # an ask runs the clean-up
     later = api.post(f"/api/v1/studies/{name}/ask", json={}, headers=headers).json()
     assert later["trials"][0]["number"] == 3
+
+
+def test_a_failure_told_without_a_reason_reads_null_and_may_be_told_again(api) -> None:
+    name = create(api)
+    number = ask(api, name)[0]["number"]
+    url = f"/api/v1/studies/{name}/trials/{number}/tell"
+    first = api.post(url, json={"state": "failed"})
+    assert first.status_code == 200 and first.json()["reason"] is None, first.text
+    again = api.post(url, json={"state": "failed", "reason": ""})  # the same tell: nothing to do
+    assert again.status_code == 200 and again.json()["reason"] is None, again.text
+    other = api.post(url, json={"value": 1.0})
+    assert other.status_code == 409 and "no reason given" in other.text, other.text
+    exported = api.get(f"/api/v1/studies/{name}/export", params={"format": "json"}).json()["trials"]
+    assert exported[0]["reason"] is None

@@ -94,7 +94,7 @@ class Telling:
 
         ``token`` (the trial's, as its ask answered): the tell reaches that study's trial or none.
         """
-        state, reason = (TrialState.COMPLETE, None) if failed is None else (TrialState.FAILED, failed)
+        state, reason = (TrialState.COMPLETE, None) if failed is None else (TrialState.FAILED, failed or None)
         told, metrics, feasible = None, None, None
         if failed is not None:
             if values is not None:
@@ -123,7 +123,8 @@ class Telling:
         if trial.state in TrialState.open():
             raise Busy(f"trial {number} changed while being told; retry")
         same_metrics = metrics is None or trial.metrics == metrics
-        if trial.state == state and trial.value == told and same_metrics and (failed is None or trial.reason == reason):
+        same_reason = failed is None or (trial.reason or None) == reason
+        if trial.state == state and trial.value == told and same_metrics and same_reason:
             return Told(trial_out(trial), trial.study_id, False)  # the same tell again: nothing to do
         if trial.state == TrialState.COMPLETE:
             stored, asked = trial.metrics or {}, metrics or {}
@@ -134,7 +135,7 @@ class Telling:
             raise Conflict(
                 f"value: trial {number} was already told {trial.value}, not {told if failed is None else 'failed'}"
             )
-        raise Conflict(f"state: trial {number} was already told failed ({trial.reason})")
+        raise Conflict(f"state: trial {number} was already told failed ({trial.reason or 'no reason given'})")
 
     @staticmethod
     def outcomes(conn: Connection, name: str) -> Outcomes:

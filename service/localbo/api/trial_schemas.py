@@ -59,7 +59,7 @@ class TrialOut(BaseModel):
     feasible: bool | None = Field(
         default=None, description="Whether every outcome constraint held; null: the study has none, or no result yet"
     )
-    reason: str | None = Field(description="Why the trial failed (failed trials only)")
+    reason: str | None = Field(description="Why the trial failed (failed trials only); null: none was given")
     source: str = Field(
         description="Where the point came from: the policy's name (its plan), fallback, stale-retry, external, "
         "or in safe mode seed and fallback-safe"

@@ -93,7 +93,7 @@ def trial_out(row: Row | Mapping[str, Any], token: str | None = None) -> TrialRe
         "value": r["value"],
         "values": r.get("metrics"),
         "feasible": r.get("feasible"),
-        "reason": r["reason"],
+        "reason": r["reason"] or None,  # a failure told without one: null (older rows hold "")
         "source": r["source"],
         "client_id": r["client_id"],
         "lease_expires_at": iso(r["lease_expires_at"]),
