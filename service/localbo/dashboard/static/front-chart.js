@@ -147,7 +147,13 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
     ctx.textAlign = rx > (box.l + box.r) / 2 ? "right" : "left";
     ctx.textBaseline = ry > (box.t + box.b) / 2 ? "bottom" : "top";
     const dx = ctx.textAlign === "right" ? -9 : 9;
-    ctx.fillText(refLabel, rx + dx, ry + (ctx.textBaseline === "bottom" ? -4 : 4));
+    const [lx, ly] = [rx + dx, ry + (ctx.textBaseline === "bottom" ? -4 : 4)];
+    // a rim in the panel's colour keeps the words legible where they cross marks or the staircase
+    ctx.strokeStyle = COLORS.halo;
+    ctx.lineWidth = 3;
+    ctx.lineJoin = "round";
+    ctx.strokeText(refLabel, lx, ly);
+    ctx.fillText(refLabel, lx, ly);
   }
   // the brushed rectangle
   if (rect) {
