@@ -208,3 +208,36 @@ def test_a_config_with_an_unknown_or_bad_key_is_refused(policy: str) -> None:
     with pytest.raises(PolicyConfigError, match="x0"):
         cls.check_study(3, cls.Config(x0=[0.5, 0.5]))
     assert cls.Config().delta == 0.2 and cls.Config().samples_per_iteration is None
+
+
+
+def test_a_fit_that_stops_in_its_line_search_keeps_where_it_got(monkeypatch) -> None:  # noqa: ANN001
+    """L-BFGS-B ending ABNORMAL in its line search (at a noise floor of 1e-8 with clustered points, as on
+    SpeedReducer; made certain here by relabelling every minimisation's end so) keeps its end point, a higher
+    marginal likelihood than its start: BoTorch's default restores the start and the fit refitted from prior
+    draws, keeping whatever they found (constrained_findings.md)."""
+    import botorch.optim.core as core
+
+    real_minimize, draws = core.minimize_with_timeout, []
+
+    def stopped_in_line_search(*args: Any, **kwargs: Any) -> Any:
+        raw = real_minimize(*args, **kwargs)
+        raw.success, raw.message = False, "ABNORMAL: "
+        return raw
+
+    real_draw = gp._prior_draw
+    monkeypatch.setattr(core, "minimize_with_timeout", stopped_in_line_search)
+    monkeypatch.setattr(gp, "_prior_draw", lambda *a: draws.append(1) or real_draw(*a))
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(20, 3, generator=g, dtype=torch.float64)
+    y = torch.sin(6 * X).sum(-1)
+
+    def mll(model: Any) -> float:
+        model.train()
+        out = gp.ExactMarginalLogLikelihood(model.likelihood, model)(model(*model.train_inputs), model.train_targets)
+        return float(out)
+
+    start = mll(gp.fit_model(X, y, noise_floor=1e-8, fit=False))
+    fitted = gp.fit_model(X, y, noise_floor=1e-8)
+    assert draws == [], "no refit from a prior draw"
+    assert mll(fitted) > start + 0.01  # per point: the start, restored, would be level

@@ -26,7 +26,8 @@ from typing import Annotated, Any
 
 import torch
 from botorch.exceptions import ModelFittingError
-from botorch.fit import fit_gpytorch_mll
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.fit import DEFAULT_WARNING_HANDLER, fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import Standardize
 from botorch.models.utils.gpytorch_modules import (
@@ -43,6 +44,16 @@ from torch import Tensor
 from localbo.policies.gradients import KernelKind, KernelParams
 
 FIT_ATTEMPTS = 5  # the first from the warm start, the others from prior draws
+
+
+def _stopped_in_line_search(warning: Any) -> bool:
+    """BoTorch's handler, which also accepts an L-BFGS-B stop in its line search: at a noise floor, with points
+    close together, no step lowers the loss by what the search asks, yet the point it stopped at is its best
+    (the loss never rose). BoTorch counts that a failure and restores the start, so a study's fit would restart
+    from a prior draw and keep whatever that finds, often a worse optimum (constrained_findings.md)."""
+    if issubclass(warning.category, OptimizationWarning) and "ABNORMAL" in str(warning.message):
+        return True
+    return DEFAULT_WARNING_HANDLER(warning)
 NOISE_FLOOR = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: the smallest noise variance (standardised y) a fit may find
 
 
@@ -244,8 +255,10 @@ def fit_model(
             try:
                 bounded = {"options": {"maxiter": maxiter}} if maxiter else None
                 mll = ExactMarginalLogLikelihood(model.likelihood, model)
-                fit_gpytorch_mll(mll, max_attempts=1, optimizer_kwargs=bounded)
-                break
+                fit_gpytorch_mll(mll, max_attempts=1, optimizer_kwargs=bounded, warning_handler=_stopped_in_line_search)
+                if all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+                    break
+                raise ModelFittingError("the fit ended at non-finite hyperparameters")
             except ModelFittingError:
                 from_state(model, hypers)
                 if mean_at is not None:
