@@ -11,17 +11,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+# the code a run's numbers depend on: a change to it not yet committed makes the commit alone a false label
+RUN_CODE = (":/service", ":/client", ":/benchmarks/*.py")
+
 
 def commit_of(path: Path) -> str:
-    """The short commit of the checkout holding ``path``; ``LOCALBO_COMMIT`` first when set (a copy of the tree on
-    a lent machine may carry a stale ``.git``, or none), else "unknown" outside git."""
+    """The short commit of the checkout holding ``path``, with "+uncommitted" when the service's, the client's or
+    the benchmarks' code differs from it; ``LOCALBO_COMMIT`` first when set (a copy of the tree on a lent machine
+    may carry a stale ``.git``, or none), else "unknown" outside git."""
     if os.environ.get("LOCALBO_COMMIT"):
         return os.environ["LOCALBO_COMMIT"]
     try:
         done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        changed = subprocess.run(
+            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no", "--", *RUN_CODE],
+            capture_output=True,
+            text=True,
+        )
     except OSError:  # no git on that machine
         return "unknown"
-    return done.stdout.strip() or "unknown"
+    commit = done.stdout.strip()
+    if not commit:
+        return "unknown"
+    return f"{commit}+uncommitted" if changed.stdout.strip() else commit
 
 
 def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Path, prefix: str) -> Path:
