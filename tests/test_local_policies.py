@@ -235,7 +235,7 @@ def test_a_fit_that_stops_in_its_line_search_keeps_where_it_got(monkeypatch) -> 
     def mll(model: Any) -> float:
         model.train()
         out = gp.ExactMarginalLogLikelihood(model.likelihood, model)(model(*model.train_inputs), model.train_targets)
-        return float(out)
+        return float(out.detach())
 
     start = mll(gp.fit_model(X, y, noise_floor=1e-8, fit=False))
     fitted = gp.fit_model(X, y, noise_floor=1e-8)
