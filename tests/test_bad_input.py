@@ -282,6 +282,29 @@ def test_malformed_json(api: Any, study: str, route: str, raw: bytes) -> None:
         assert_error(resp, 422, "body", "malformed JSON")
 
 
+@pytest.mark.parametrize(
+    ("route", "raw", "key"),
+    [
+        ("trials/2/tell", b'{"value": 1.0, "value": 2.0}', "value"),
+        ("trials", b'{"params": {"x": 0.5, "x": 0.7}, "value": 1.0}', "x"),
+    ],
+    ids=["tell", "add-trial-params"],
+)
+def test_a_key_twice_in_one_object_is_refused_not_read_last_wins(
+    api: Any, study: str, route: str, raw: bytes, key: str
+) -> None:
+    repeat = raw.rfind(b'"' + key.encode() + b'"')  # where the second one starts
+    with unchanged(api, study):
+        resp = api.post(f"{API}/{study}/{route}", content=raw, headers=JSON)
+        assert_error(resp, 422, "body", "malformed JSON", f"the key '{key}' twice", f"at position {repeat}")
+
+
+def test_a_key_twice_at_study_creation_is_refused(api: Any) -> None:
+    raw = b'{"name": "twice", "space": {"x": {"type": "float", "low": 0, "high": 1}}, "name": "other"}'
+    with no_study_created(api, "twice"), no_study_created(api, "other"):
+        assert_error(api.post(API, content=raw, headers=JSON), 422, "body", "the key 'name' twice")
+
+
 def test_malformed_json_at_study_creation(api: Any) -> None:
     with no_study_created(api, "broken"):
         resp = api.post(API, content=b'{"name": "broken", "space": {', headers=JSON)

@@ -9,11 +9,12 @@ from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, responses
 from localbo.api.notes_schemas import AccessOut, NoteIn, NotesOut, StudyNoteOut
+from localbo.api.strict_json import StrictJsonRoute
 from localbo.api.trial_schemas import TrialOut
 from localbo.api.trials import TrialNumber
 from localbo.domain.records import TrialRecord
 
-router = APIRouter(prefix="/api/v1/studies/{study}", tags=["notes"])
+router = APIRouter(prefix="/api/v1/studies/{study}", tags=["notes"], route_class=StrictJsonRoute)
 
 
 @router.put("/note", response_model=StudyNoteOut, responses=responses(*WRITE))

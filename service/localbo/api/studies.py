@@ -9,9 +9,10 @@ from localbo.api.deps import Caller, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, BodySizeLimit, responses
 from localbo.api.results import ParetoOut
 from localbo.api.schemas import PolicyView, StudyCreate, StudyList, StudyOut
+from localbo.api.strict_json import StrictJsonRoute
 from localbo.domain.records import StudyRecord
 
-router = APIRouter(prefix="/api/v1/studies", tags=["studies"])
+router = APIRouter(prefix="/api/v1/studies", tags=["studies"], route_class=StrictJsonRoute)
 
 
 @router.post("", status_code=201, response_model=StudyOut, responses=responses(*WRITE))

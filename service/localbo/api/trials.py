@@ -13,6 +13,7 @@ from localbo.api.auth import check_read, check_write
 from localbo.api.deps import Caller, IdempotencyKey, ServiceDep, StudyName
 from localbo.api.errors import READ, WRITE, conflict, responses
 from localbo.api.schemas import DB_INT_MAX
+from localbo.api.strict_json import StrictJsonRoute
 from localbo.api.trial_schemas import (
     AskRequest,
     AskResponse,
@@ -29,7 +30,7 @@ from localbo.domain.records import TrialRecord
 from localbo.json_values import readable
 from localbo.telling import Told
 
-router = APIRouter(prefix="/api/v1/studies/{study}", tags=["trials"])
+router = APIRouter(prefix="/api/v1/studies/{study}", tags=["trials"], route_class=StrictJsonRoute)
 TrialNumber = Annotated[int, Path(ge=1, le=DB_INT_MAX, description="The trial's number within its study")]
 # CSV first: a generated client reads a 200 by its first type, and text reads either format, JSON not CSV.
 EXPORT_TYPES = {
