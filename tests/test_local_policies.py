@@ -210,7 +210,6 @@ def test_a_config_with_an_unknown_or_bad_key_is_refused(policy: str) -> None:
     assert cls.Config().delta == 0.2 and cls.Config().samples_per_iteration is None
 
 
-
 def test_a_fit_that_stops_in_its_line_search_keeps_where_it_got(monkeypatch) -> None:  # noqa: ANN001
     """L-BFGS-B ending ABNORMAL in its line search (at a noise floor of 1e-8 with clustered points, as on
     SpeedReducer; made certain here by relabelling every minimisation's end so) keeps its end point, a higher

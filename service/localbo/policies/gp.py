@@ -44,6 +44,7 @@ from torch import Tensor
 from localbo.policies.gradients import KernelKind, KernelParams
 
 FIT_ATTEMPTS = 5  # the first from the warm start, the others from prior draws
+NOISE_FLOOR = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: the smallest noise variance (standardised y) a fit may find
 
 
 def _stopped_in_line_search(warning: Any) -> bool:
@@ -54,7 +55,6 @@ def _stopped_in_line_search(warning: Any) -> bool:
     if issubclass(warning.category, OptimizationWarning) and "ABNORMAL" in str(warning.message):
         return True
     return DEFAULT_WARNING_HANDLER(warning)
-NOISE_FLOOR = 1e-4  # BoTorch's MIN_INFERRED_NOISE_LEVEL: the smallest noise variance (standardised y) a fit may find
 
 
 def noise_floor_field() -> Any:
