@@ -22,7 +22,7 @@ def _unique_keys(doc: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
         out: dict[str, Any] = {}
         for key, value in pairs:
             if key in out:
-                where = doc.rfind(json.dumps(key))  # the repeat, as written (escaped keys may not match: 0)
+                where = doc.rfind(json.dumps(key, ensure_ascii=False))  # the repeat (a key written escaped: 0)
                 why = f"the key {key!r} twice in one object; send each key once"
                 raise json.JSONDecodeError(why, doc, max(where, 0))
             out[key] = value
