@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +92,8 @@ def test_the_study_page_draws_its_charts_and_shows_a_tell(server: ServerProcess,
     # the policy panel from the served `display` block: phase, batch progress, named numbers, the centre
     assert page.get_by_test_id("policy-phase").inner_text() in ("exploration batch", "top-up", "step pending")
     assert " of " in page.get_by_test_id("policy-progress").inner_text()
+    computed = page.get_by_test_id("policy-computed").inner_text()  # how old the shown state is
+    assert re.match(r"^(\d+(\.\d+)? s|< 0\.01 s|\d+ min) ago, on [1-5] results?", computed), computed
     numbers = page.get_by_test_id("policy-numbers").inner_text()
     assert "iteration" in numbers and "1" in numbers, numbers
     centre = page.get_by_test_id("centre").locator("tbody tr")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import time
+from datetime import UTC, datetime
 
 import torch
 from conftest import unique
@@ -222,6 +223,11 @@ def test_policy_sees_completed_and_pending_points_with_minimisation_values(api) 
     assert state["data"]["calls"] == 3
     assert state["data"]["seen"] == {"n": 1, "pending": 1}
     assert state["data"]["best"] == -5.0  # maximised values reach the policy negated
+    # the policy view says when, and on how many results, the state it shows was computed
+    view = api.get(f"/api/v1/studies/{name}/policy").json()
+    assert view["state"] == state["data"] and view["state_results"] == 1
+    computed = datetime.fromisoformat(view["state_computed_at"])
+    assert computed.tzinfo is not None and abs((datetime.now(UTC) - computed).total_seconds()) < 600
 
 
 def test_idempotent_answers_are_kept_for_their_ttl_then_forgotten(make_client) -> None:

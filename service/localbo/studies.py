@@ -405,6 +405,8 @@ class Studies:
             "policy_state_version": study.policy_state_version,
             "state_schema": saved.get("schema"),
             "state": saved.get("data", {}),
+            "state_computed_at": saved.get("computed_at"),
+            "state_results": saved.get("results"),
             "display": display.model_dump(mode="json") if display is not None else None,
             "last_policy_error": study.last_policy_error,
             "last_fallback_at": iso(summary.get("last_fallback_at")),

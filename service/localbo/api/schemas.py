@@ -276,6 +276,8 @@ class PolicyView(BaseModel):
                     "policy_state_version": 2,
                     "state_schema": 1,
                     "state": {"t": 1, "x_t": [0.5075], "phase": "batch", "batch": 1},
+                    "state_computed_at": "2026-11-24T09:41:07.512000+00:00",
+                    "state_results": 3,
                     "display": {
                         "phase": "exploring",
                         "progress": {"done": 1, "total": 1, "label": "exploration batch"},
@@ -296,6 +298,14 @@ class PolicyView(BaseModel):
     policy_state_version: int = Field(description="Grows with every stored change of the state")
     state_schema: int | None = Field(description="The version of the state's layout (policies migrate older ones)")
     state: dict[str, Any] = Field(description="The policy's own state (unit-cube coordinates)")
+    state_computed_at: datetime | None = Field(
+        default=None,
+        description="When the policy last computed the state (its last suggest; the state and display are as of "
+        "then, not of the latest results); null: never, or stored before the service recorded it",
+    )
+    state_results: int | None = Field(
+        default=None, description="How many completed trials that computation saw; null as state_computed_at"
+    )
     display: dict[str, Any] | None = Field(
         default=None,
         description="What the dashboard draws, computed from the state: phase, progress {done, total, label}, "

@@ -90,7 +90,9 @@ class PolicyRunner:
             suggestion = self.executor.run(cls.name, request, queue, self.settings.policy_timeout_seconds, local=local)
             points = study.keep_integral(self.points(cls.name, space, suggestion, request, short))
             metrics.policy_outcomes.labels(cls.name, "ok").inc()
-            return Plan(study.state_version, points, cls.dump_state(suggestion.state), study.state_note)
+            # when and on how many results the state was computed: the dashboard says how old what it shows is
+            state = {**cls.dump_state(suggestion.state), "computed_at": utcnow().isoformat(), "results": len(done)}
+            return Plan(study.state_version, points, state, study.state_note)
         except CancelledError:
             raise  # the server is shutting down: no fallback plan, no error on the study
         except Exception as exc:  # a failing policy never takes the study down

@@ -2,7 +2,7 @@
 // (phase, progress, named numbers, centre and box in user units); never its private state keys.
 
 import { html, render } from "../html.js";
-import { cell, fmt, fromUnit } from "../format.js";
+import { ago, cell, dateTime, fmt, fromUnit } from "../format.js";
 
 export function mount(el, study) {
   render(el, html`<h2>Policy</h2><div id="policy-body" class="dim">loading…</div>`);
@@ -22,6 +22,14 @@ export function mount(el, study) {
       const rows = [];
       const row = (k, v, id = "") => rows.push(html`<tr><th scope="row">${k}</th><td${id ? html` data-testid="${id}"` : ""}>${v}</td></tr>`);
       row("policy", html`${view.policy} <span class="dim">(state version ${view.policy_state_version})</span>`);
+      if (view.state_computed_at) {
+        // the state (and all below) is the last suggest's: say how old, in time and in results
+        const now = study.info?.summary?.n_complete;
+        const since = Number.isFinite(now) && Number.isFinite(view.state_results) ? now - view.state_results : 0;
+        const seen = Number.isFinite(view.state_results) ? `, on ${view.state_results} ${view.state_results === 1 ? "result" : "results"}` : "";
+        const newer = since > 0 ? html` <span class="dim">(${since} newer ${since === 1 ? "result" : "results"} not in it yet)</span>` : "";
+        row("computed", html`<span title="${dateTime(view.state_computed_at)}">${ago(view.state_computed_at)}</span>${seen}${newer}`, "policy-computed");
+      }
       if (shown.phase) row("phase", shown.phase, "policy-phase");
       const pr = shown.progress;
       if (pr) {
