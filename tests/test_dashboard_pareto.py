@@ -268,6 +268,22 @@ def test_three_objectives_draw_each_pair_and_a_single_objective_never_asks_for_t
     assert not [u for u in asked(page, "/pareto") if f"/studies/{single}/" in u], "a single objective has no front"
 
 
+def test_a_hypervolume_past_the_double_range_says_why_there_is_none(server: ServerProcess, page: Any) -> None:
+    api, name = Api(server.url), unique("huge")
+    api.create(name, SPACE, policy="random", objectives=YIELD_COST)  # the reference point inferred
+    values = iter([{"yield": 1e300, "cost": -1e300}, {"yield": -1e300, "cost": 1e300}, {"yield": 0.5, "cost": 2.0}])
+    fill(api, name, 3, lambda _: next(values))
+    note = get(server, f"studies/{name}/pareto")["hypervolume_note"]
+    assert "double range" in note
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    page.get_by_test_id("hypervolume").wait_for()
+    assert page.get_by_test_id("hypervolume").inner_text() == "–"
+    card = page.locator(".card", has=page.get_by_test_id("hypervolume")).inner_text()
+    assert "double range" in card, card
+    empty = page.get_by_test_id("hypervolume-empty")
+    assert empty.is_visible() and "double range" in empty.inner_text(), empty.inner_text()
+
+
 def test_safe_mode_says_so_counts_its_violations_and_labels_the_seeds(server: ServerProcess, page: Any) -> None:
     api, name = Api(server.url), unique("safe")
     seeds = [{"a": 0.2, "b": 0.4}, {"a": 0.3, "b": 0.5}]

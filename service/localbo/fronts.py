@@ -23,6 +23,10 @@ from localbo.caches import BoundedCache
 from localbo.domain.outcomes import Outcomes
 
 _CACHE: BoundedCache[dict[str, Any]] = BoundedCache(max_cost=256)
+OVERFLOW_NOTE = (
+    "the volume the front dominates is past the double range (results near +-1e308): no number; "
+    "a reference_point nearer the front, or results in smaller units, give one"
+)
 
 
 def reference_point(outcomes: Outcomes, Y: torch.Tensor) -> tuple[list[float], bool]:
@@ -68,9 +72,9 @@ def front(outcomes: Outcomes, done: Sequence[Any]) -> dict[str, Any]:
         kept = [j for j in kept if not bool((Y[i] <= Y[j]).all())] + [i]
         best = hypervolume(Y[kept], ref_t)
         if not math.isfinite(best):  # values near the double range: a volume past it has no JSON number
-            return {**out, "hypervolume": None, "history": [], "overflow": True}
+            return {**out, "hypervolume": None, "history": [], "note": OVERFLOW_NOTE}
         history.append([rows[i].number, best])
-    return {**out, "hypervolume": best if history else (0.0 if rows else None), "history": history}
+    return {**out, "hypervolume": best if history else (0.0 if rows else None), "history": history, "note": None}
 
 
 def _finite(value: float) -> float | None:

@@ -342,6 +342,7 @@ class Studies:
                     "reference_point": {},
                     "reference_point_inferred": False,
                     "history": [],
+                    "hypervolume_note": None,
                 }
             found = study_front(conn, study, outcomes)
             rows = [repo.get_trial(conn, study.id, n) for n in found["numbers"]]
@@ -353,6 +354,7 @@ class Studies:
             "reference_point": found["reference_point"],
             "reference_point_inferred": found["reference_point_inferred"],
             "history": [{"number": int(n), "hypervolume": hv} for n, hv in found["history"]],
+            "hypervolume_note": found["note"],
         }
 
     def delete(self, name: str) -> None:

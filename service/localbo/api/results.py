@@ -110,6 +110,7 @@ class ParetoOut(BaseModel):
                     "reference_point": {"yield": 0.0, "cost": 10.0},
                     "reference_point_inferred": False,
                     "history": [{"number": 1, "hypervolume": 2.75}],
+                    "hypervolume_note": None,
                 }
             ]
         }
@@ -118,7 +119,11 @@ class ParetoOut(BaseModel):
     objectives: list[Objective] = Field(description="The study's objectives, each with its direction")
     trials: list[TrialOut] = Field(description="The non-dominated feasible completed trials, by number")
     hypervolume: float | None = Field(
-        description="The volume the front dominates up to reference_point (null: no result)"
+        description="The volume the front dominates up to reference_point (null: no result, or a volume past the "
+        "double range: hypervolume_note says which)"
+    )
+    hypervolume_note: str | None = Field(
+        default=None, description="Why hypervolume is null although results exist (null: nothing to say)"
     )
     reference_point: dict[str, float | None] = Field(
         description="{metric: value} in the metrics' units (null: an inferred value past the double range)"

@@ -181,7 +181,8 @@ class StudySummary(BaseModel):
     hypervolume: float | None = Field(
         default=None,
         description="Several objectives: the volume the Pareto front dominates up to hypervolume_reference_point "
-        "(null on a single-objective study, or before a completed feasible trial)",
+        "(null on a single-objective study, before a completed feasible trial, or for a volume past the double "
+        "range: GET .../pareto says why)",
     )
     hypervolume_reference_point: dict[str, float | None] | None = Field(
         default=None,

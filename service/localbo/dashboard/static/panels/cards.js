@@ -91,7 +91,9 @@ function severalCards(study, card) {
   const size = pareto ? pareto.trials.length : summary.pareto_size ?? null;
   const ref = pareto ? pareto.reference_point : summary.hypervolume_reference_point;
   const inferred = study.pareto ? study.pareto.reference_point_inferred : !study.info?.reference_point;
-  return html`${card("hypervolume", fmt(hypervolume), "hypervolume", ref ? `up to ${pointText(ref, study.objectives, fmt)}${inferred ? " (inferred)" : ""}` : "")}${card(
+  const upTo = ref ? `up to ${pointText(ref, study.objectives, fmt)}${inferred ? " (inferred)" : ""}` : "";
+  const note = pareto?.hypervolume_note ? `none: ${pareto.hypervolume_note}` : upTo;
+  return html`${card("hypervolume", fmt(hypervolume), "hypervolume", note)}${card(
     "on the Pareto front",
     size === null ? "–" : String(size),
     "pareto-size",

@@ -65,11 +65,12 @@ export function mount(el, study) {
       const ref = pareto ? pareto.reference_point : summary.hypervolume_reference_point ?? null;
       const inferred = study.pareto ? study.pareto.reference_point_inferred : !study.info?.reference_point;
       const n = study.data.state.length;
-      const key = JSON.stringify([steps, n, canvas.clientWidth]);
+      const key = JSON.stringify([steps, n, canvas.clientWidth, pareto?.hypervolume_note]);
       refText.textContent = ref ? `reference point: ${pointText(ref, study.objectives, fmt)}${inferred ? " (inferred)" : ""}` : "";
       if (key === drawnKey) return;
       drawnKey = key;
       empty.hidden = steps.length > 0;
+      empty.textContent = pareto?.hypervolume_note ? `No hypervolume: ${pareto.hypervolume_note}.` : "No trial has raised the hypervolume yet.";
       canvas.hidden = !steps.length;
       if (!steps.length) return;
       const last = drawHypervolume(canvas, steps, n);
