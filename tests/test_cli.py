@@ -148,3 +148,33 @@ def test_serve_says_listening_only_once_the_port_is_bound(tmp_path: Path) -> Non
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-2000:]
     assert "listening on" not in output, output[-2000:]
+
+
+def test_a_study_with_several_objectives_shows_its_front_from_the_server_and_the_database(tmp_path: Path) -> None:
+    """No single best: ``studies show`` answers with the Pareto front (as GET .../pareto), ``studies list`` with
+    the hypervolume, read from a server and from its database alike."""
+    import httpx
+    from harness.processes import ServerProcess
+
+    db = f"sqlite:///{tmp_path / 'served.db'}"
+    server = ServerProcess(db)
+    objectives = [{"metric": "yield", "direction": "maximize"}, {"metric": "cost", "direction": "minimize"}]
+    body = {"name": "blend", "policy": "sobol", "space": {"a": {"type": "float", "low": 0, "high": 1}},
+            "objectives": objectives, "reference_point": {"yield": 0, "cost": 10}}  # fmt: skip
+    try:
+        assert httpx.post(f"{server.url}/api/v1/studies", json=body).status_code == 201
+        for values in ({"yield": 1.0, "cost": 2.0}, {"yield": 2.0, "cost": 6.0}, {"yield": 0.5, "cost": 8.0}):
+            (trial,) = httpx.post(f"{server.url}/api/v1/studies/blend/ask", json={}).json()["trials"]
+            told = httpx.post(f"{server.url}/api/v1/studies/blend/trials/{trial['number']}/tell", json={"values": values})
+            assert told.status_code == 200, told.text
+        remote = localbo("studies", "show", "blend", "--url", server.url)
+    finally:
+        server.stop()
+    local = localbo("studies", "show", "blend", "--db", db)
+    for shown in (remote, local):
+        assert shown.returncode == 0, shown.stderr
+        answer = json.loads(shown.stdout)
+        assert "best" not in answer and [t["number"] for t in answer["pareto"]["trials"]] == [1, 2]
+        assert answer["pareto"]["hypervolume"] == 8 * 1 + 4 * 1  # (10 - 2) x 1, then (10 - 6) x (2 - 1)
+    listed = localbo("studies", "list", "--db", db)
+    assert listed.returncode == 0 and "hypervolume 12.0" in listed.stdout, listed

@@ -110,6 +110,11 @@ def test_exports_carry_every_objective(api: Any) -> None:
     text = api.get(f"{API}/{name}/export?format=csv").text
     row = next(csv.DictReader(io.StringIO(text)))
     assert float(row["values.yield"]) == 0.5 and float(row["values.cost"]) == 4.0
+    # the JSON export's summary is the API's: no single best, the hypervolume and the front's size
+    exported = api.get(f"{API}/{name}/export?format=json").json()["study"]["summary"]
+    summary = api.get(f"{API}/{name}").json()["summary"]
+    assert exported["best_value"] is None and exported["hypervolume"] == summary["hypervolume"] == 0.5 * 6.0
+    assert exported["pareto_size"] == 1 and exported["hypervolume_history"] == [[trial["number"], 3.0]]
 
 
 def test_the_422s_name_their_field(api: Any) -> None:
@@ -158,6 +163,18 @@ def test_morbo_runs_a_study_through_the_api_with_no_fallback(api: Any) -> None:
     assert study["summary"]["hypervolume"] > 0 and study["summary"]["pareto_size"] >= 2
     display = api.get(f"{API}/{name}/policy").json()["display"]
     assert display is not None and display["numbers"], display
+
+
+def test_a_volume_past_the_double_range_keeps_the_history_before_it(api: Any) -> None:
+    name = create(api, objectives=YIELD_COST["objectives"], reference_point={"yield": 0, "cost": 10})
+    first, second = ask(api, name, 2)
+    tell(api, name, first["number"], {"yield": 1.0, "cost": 2.0})
+    tell(api, name, second["number"], {"yield": 1e308, "cost": -1e308})
+    pareto = api.get(f"{API}/{name}/pareto").json()
+    assert pareto["hypervolume"] is None and "double range" in pareto["hypervolume_note"]
+    assert pareto["history"] == [{"number": first["number"], "hypervolume": 8.0}]
+    summary = api.get(f"{API}/{name}").json()["summary"]
+    assert summary["hypervolume"] is None and summary["hypervolume_history"] == [[first["number"], 8.0]]
 
 
 def test_values_near_the_double_range_never_make_a_500(api: Any) -> None:

@@ -8,7 +8,7 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -306,8 +306,15 @@ class _Remote:
     def best(self, name: str) -> Any:
         return self.get(f"/api/v1/studies/{name}/best").json()
 
+    def pareto(self, name: str) -> Any:
+        return self.get(f"/api/v1/studies/{name}/pareto").json()
+
     def export(self, name: str, format: str) -> str:
         return self.get(f"/api/v1/studies/{name}/export", format=format).text
+
+
+def _several(study: Mapping[str, Any]) -> bool:
+    return len(study.get("objectives") or []) > 1
 
 
 def _remote(url: str | None, db: str | None, token: str | None) -> _Remote | None:
@@ -317,30 +324,29 @@ def _remote(url: str | None, db: str | None, token: str | None) -> _Remote | Non
 
 @studies_app.command("list")
 def studies_list(db: DbOption = None, url: UrlOption = None, token: TokenOption = None) -> None:
-    """One line per study: name, policy, trials, best value."""
+    """One line per study: name, policy, trials, best value (several objectives: the hypervolume)."""
     remote = _remote(url, db, token)
     rows = remote.list() if remote else _studies(db)[1].list()
     typer.echo(f"{'name':30} {'direction':9} {'policy':14} {'trials':>7} {'done':>7} best")
     for s in rows:
         m = s["summary"]
-        typer.echo(
-            f"{s['name']:30} {s['direction']:9} {s['policy']:14} "
-            f"{m['n_trials']:>7} {m['n_complete']:>7} {m['best_value']}"
-        )
+        best = f"hypervolume {m['hypervolume']}" if _several(s) else m["best_value"]
+        typer.echo(f"{s['name']:30} {s['direction']:9} {s['policy']:14} {m['n_trials']:>7} {m['n_complete']:>7} {best}")
     _said_what_was_read()
 
 
 @studies_app.command("show")
 def studies_show(name: str, db: DbOption = None, url: UrlOption = None, token: TokenOption = None) -> None:
-    """The study as JSON, with its best trial."""
+    """The study as JSON, with its best trial (several objectives: its Pareto front, as GET .../pareto)."""
     remote = _remote(url, db, token)
     if remote:
-        study = remote.study(name)
-        best = remote.best(name) if not study.get("objectives") or len(study["objectives"]) < 2 else None
-        shown = {"study": study, "best": best}
+        study: Mapping[str, Any] = remote.study(name)
+        answer = remote.pareto(name) if _several(study) else remote.best(name)
     else:
         studies = _studies(db)[1]
-        shown = {"study": studies.get(name), "best": studies.best(name)}
+        study = studies.get(name)
+        answer = studies.pareto(name) if _several(study) else studies.best(name)
+    shown = {"study": study, "pareto" if _several(study) else "best": answer}
     typer.echo(json.dumps(shown, indent=2, default=str))
     _said_what_was_read()
 

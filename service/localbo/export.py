@@ -31,7 +31,7 @@ from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.finite_space import is_finite_spec
 from localbo.storage import repository as repo
 from localbo.storage.summary import summaries as summary_of
-from localbo.studies import get_row
+from localbo.studies import get_row, with_front
 
 FORMATS = ("csv", "json")
 BOOKKEEPING = (
@@ -60,9 +60,10 @@ def load(db: Engine, name: str) -> tuple[StudyRecord, list[TrialRecord]]:
     with db.begin() as conn:
         study = get_row(conn, name)
         summary = summary_of(conn, [study.id]).get(study.id)
+        record = with_front(conn, study, study_out(study, summary))  # several objectives: the hypervolume, as the API
         rows = repo.list_trials(conn, study.id)
     token = study_token(study.id, study.created_at)
-    return study_out(study, summary), [trial_out(r, token) for r in rows]
+    return record, [trial_out(r, token) for r in rows]
 
 
 def parameter_names(space: dict[str, Any]) -> list[str]:

@@ -72,7 +72,7 @@ def front(outcomes: Outcomes, done: Sequence[Any]) -> dict[str, Any]:
         kept = [j for j in kept if not bool((Y[i] <= Y[j]).all())] + [i]
         best = hypervolume(Y[kept], ref_t)
         if not math.isfinite(best):  # values near the double range: a volume past it has no JSON number
-            return {**out, "hypervolume": None, "history": [], "note": OVERFLOW_NOTE}
+            return {**out, "hypervolume": None, "history": history, "note": OVERFLOW_NOTE}  # the steps before it
         history.append([rows[i].number, best])
     return {**out, "hypervolume": best if history else (0.0 if rows else None), "history": history, "note": None}
 
