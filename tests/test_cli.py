@@ -165,7 +165,8 @@ def test_a_study_with_several_objectives_shows_its_front_from_the_server_and_the
         assert httpx.post(f"{server.url}/api/v1/studies", json=body).status_code == 201
         for values in ({"yield": 1.0, "cost": 2.0}, {"yield": 2.0, "cost": 6.0}, {"yield": 0.5, "cost": 8.0}):
             (trial,) = httpx.post(f"{server.url}/api/v1/studies/blend/ask", json={}).json()["trials"]
-            told = httpx.post(f"{server.url}/api/v1/studies/blend/trials/{trial['number']}/tell", json={"values": values})
+            tell = f"{server.url}/api/v1/studies/blend/trials/{trial['number']}/tell"
+            told = httpx.post(tell, json={"values": values})
             assert told.status_code == 200, told.text
         remote = localbo("studies", "show", "blend", "--url", server.url)
     finally:
