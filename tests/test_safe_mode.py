@@ -125,6 +125,60 @@ def test_a_failing_policy_in_safe_mode_re_asks_the_safest_known_point(
     assert summary["n_fallback"] == 3 and "the policy broke" in api.get(f"{API}/{name}").json()["last_policy_error"]
 
 
+def test_a_seed_told_infeasible_is_never_asked_again(make_client: Any) -> None:
+    """The lab's seed broke a limit when measured: it is no longer known safe, so the study says nothing is (409)
+    until a feasible trial is told (turbo re-asked it as its centre, the fallback as the first seed)."""
+    api = make_client(ask_wait_seconds=0.5)
+    seed = {"a": 0.7, "b": 1.4}
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05, "seeds": [seed]}).json()["name"]
+    (first,) = ask(api, name)
+    assert first["source"] == "seed"
+    told = {"values": {"yield": 0.7, "t_peak": 900.0}}  # far past 450
+    assert api.post(f"{API}/{name}/trials/{first['number']}/tell", json=told).status_code == 200
+    for _ in range(2):
+        resp = api.post(f"{API}/{name}/ask", json={"count": 1})
+        assert resp.status_code == 409 and "no seed not shown unsafe" in resp.json()["detail"], resp.text
+    known = {"params": {"a": 0.3, "b": 0.3}, "values": {"yield": 0.3, "t_peak": 300.0}}
+    assert api.post(f"{API}/{name}/trials", json=known).status_code == 201
+    trials = ask(api, name, 2)
+    assert all(t["params"] != seed for t in trials), trials
+
+
+def test_a_seed_that_failed_is_not_known_safe_when_failures_are_avoided(make_client: Any) -> None:
+    api = make_client(ask_wait_seconds=0.5)
+    seeds = [{"a": 0.7, "b": 1.4}, {"a": 0.2, "b": 0.2}]
+    safety = {"max_violation_probability": 0.05, "seeds": seeds}
+    name = create(api, **SAFE, safety=safety, failures="avoid").json()["name"]
+    first, second = ask(api, name, 2)
+    assert [first["params"], second["params"]] == seeds
+    failed = api.post(f"{API}/{name}/trials/{first['number']}/tell", json={"state": "failed", "reason": "tripped"})
+    assert failed.status_code == 200, failed.text
+    for _ in range(2):  # the failed seed is not asked again, by the policy or as the safest known point
+        resp = api.post(f"{API}/{name}/ask", json={"count": 1})
+        assert resp.status_code in (200, 409), resp.text
+        if resp.status_code == 200:
+            assert resp.json()["trials"][0]["params"] != seeds[0], resp.json()
+    from localbo.domain.outcomes import OutcomeConstraint, Outcomes
+    from localbo.safety import safest_known
+
+    outcomes = Outcomes(constraints=(OutcomeConstraint(metric="t", op="<=", bound=450),), failures="avoid")
+    assert safest_known(outcomes, [], [[0.7, 0.7], [0.2, 0.1]], failed=[[0.7, 0.7]]) == [0.2, 0.1]
+    assert safest_known(outcomes, [], [[0.7, 0.7]], failed=[[0.7, 0.7]]) is None
+    assert safest_known(outcomes, [], [[0.7, 0.7]]) == [0.7, 0.7], "failures ignored: a failure says nothing"
+
+
+def test_turbo_in_safe_mode_never_re_asks_a_centre_that_broke_a_limit() -> None:
+    """Nothing feasible in the region's data and no candidate predicted safe: a PolicyError (the engine then asks
+    the safest known point or answers 409), never the least violating point again."""
+    from localbo.policies.base import PolicyError
+
+    X = torch.tensor([[0.7, 0.7], [0.8, 0.6]], dtype=torch.float64)
+    request = make_request("turbo", X, torch.tensor([-0.7, -0.8]), count=2, config={"candidates": 200})
+    request = dataclasses.replace(request, C=torch.tensor([[450.0], [500.0]]), max_violation_probability=0.05)
+    with pytest.raises(PolicyError, match="broke a limit"):
+        get_policy("turbo")().suggest(request)
+
+
 def test_the_safest_known_point_has_the_widest_relative_margin() -> None:
     from localbo.domain.outcomes import OutcomeConstraint, Outcomes
     from localbo.safety import safest_known

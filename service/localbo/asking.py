@@ -40,6 +40,7 @@ from localbo.planning.planner import Planner
 from localbo.safety import safe_fallback
 from localbo.spaces import Spaces
 from localbo.storage import finite_spaces, idempotency_records, plan_queue
+from localbo.storage import outcomes as outcome_rows
 from localbo.storage import repository as repo
 from localbo.storage.models import utcnow
 from localbo.study_handle import load_study
@@ -302,7 +303,8 @@ class Asking:
             handle = load_study(row, space)
             if handle.outcomes.safety is not None:  # never a random point: the safest known one again, or a 409
                 done = repo.history(conn, study.id)[0]
-                return safe_fallback(handle.outcomes, done, handle.seeds(), k, study.name, handle.linear)
+                failed = outcome_rows.failed_points(conn, study.id) if handle.outcomes.failures == "avoid" else None
+                return safe_fallback(handle.outcomes, done, handle.seeds(), k, study.name, handle.linear, failed)
             points = fallback_points(space, k, generator, handle.fallback_box(), polytope=handle.polytope())
             points = handle.keep_integral(points)
         log.warning("study %s: the policy was not ready within the ask's wait; %d fallback point(s)", study.name, k)

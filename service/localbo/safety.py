@@ -9,7 +9,8 @@
   exists an ask has nowhere safe to go and is a 409 saying so (never a random point).
 - **A late or failing policy** gets no random fallback: the safest known point is asked again (the completed
   feasible trial with the widest margin to its bounds, each margin relative to its bound's size, among those that
-  keep the parameter constraints), else the first seed; its source says so (``fallback-safe``).
+  keep the parameter constraints), else the first seed not shown unsafe (told infeasible there, or failed there
+  when failures are avoided); its source says so (``fallback-safe``). With none, a 409.
 """
 
 from __future__ import annotations
@@ -59,11 +60,16 @@ def margin(outcomes: Outcomes, metrics: dict[str, float]) -> float:
 
 
 def safest_known(
-    outcomes: Outcomes, done: Sequence[Any], seeds: list[list[float]], linear: LinearConstraints | None = None
+    outcomes: Outcomes,
+    done: Sequence[Any],
+    seeds: list[list[float]],
+    linear: LinearConstraints | None = None,
+    failed: Sequence[Sequence[float]] | None = None,
 ) -> list[float] | None:
-    """The completed feasible point with the widest margin (the earliest on ties), else the first seed; with
-    ``linear``, only points that keep the parameter constraints (a trial added by hand may break them, and is
-    never handed out again)."""
+    """The completed feasible point with the widest margin (the earliest on ties), else the first seed not shown
+    unsafe (told infeasible, or, with ``failed``: the points of failed trials when failures are avoided, failed
+    there); with ``linear``, only points that keep the parameter constraints (a trial added by hand may break
+    them, and is never handed out again)."""
     feasible = [
         r
         for r in done
@@ -75,13 +81,21 @@ def safest_known(
         return list(max(feasible, key=lambda r: (margin(outcomes, r.metrics), -r.number)).x)
     if feasible:  # failures only: any completed point did not fail
         return list(feasible[0].x)
-    return seeds[0] if seeds else None
+    shown_unsafe = [list(r.x) for r in done if r.metrics is not None and outcomes.feasible(r.metrics) is False]
+    shown_unsafe += [list(x) for x in failed or []]
+    return next((seed for seed in seeds if not any(_same(seed, x) for x in shown_unsafe)), None)
+
+
+def _same(a: Sequence[float], b: Sequence[float]) -> bool:
+    """The same point in the unit cube (a seed is asked as it was snapped, and stored as asked)."""
+    return len(a) == len(b) and all(abs(u - v) <= TOLERANCE for u, v in zip(a, b, strict=True))
 
 
 def nowhere_safe(name: str, linear: LinearConstraints | None = None) -> Conflict:
     keeps = " that keeps the parameter_constraints" if linear else ""
     return Conflict(
-        f"safety: study {name!r} has no seed and no feasible completed trial{keeps} yet, so no point is known safe; "
+        f"safety: study {name!r} has no seed not shown unsafe and no feasible completed trial{keeps} yet, so no "
+        "point is known safe; "
         f"tell one with POST /api/v1/studies/{name}/trials (its params and values) and ask again"
     )
 
@@ -93,9 +107,10 @@ def safe_fallback(
     k: int,
     name: str,
     linear: LinearConstraints | None = None,
+    failed: Sequence[Sequence[float]] | None = None,
 ) -> list[PlanPoint]:
     """``k`` plan points at the safest known point (``safest_known``), or the 409 of ``nowhere_safe``."""
-    x = safest_known(outcomes, done, seeds, linear)
+    x = safest_known(outcomes, done, seeds, linear, failed)
     if x is None:
         raise nowhere_safe(name, linear)
     return [(list(x), SAFE_FALLBACK, None) for _ in range(k)]

@@ -75,13 +75,14 @@ class PolicyRunner:
         space, cls, config = study.space, study.policy, study.config
         if cls is None or config is None:  # the study cannot run its policy: fallback points, and why
             metrics.policy_outcomes.labels(study.policy_name, "unloadable").inc()
-            return self.fallback(study, done, pending, short, failed, study.problem or "the policy cannot run")
+            why = study.problem or "the policy cannot run"
+            return self.fallback(study, done, pending, short, failed, why, failed_points)
         if (
             study.outcomes.safety is not None
-            and safest_known(study.outcomes, done, study.seeds(), study.linear) is None
+            and safest_known(study.outcomes, done, study.seeds(), study.linear, failed_points) is None
         ):
             keeps = " that keeps the parameter_constraints" if study.linear else ""
-            why = f"safety: no seed and no feasible completed trial{keeps} yet: no point is known safe"
+            why = f"safety: no seed not shown unsafe and no feasible completed trial{keeps} yet: no point is known safe"
             return Plan(study.state_version, [], None, f"{utcnow().isoformat()} {why}")
         try:
             request = self.request(study, config, done, pending, short, failed, failed_points, n_failed)
@@ -98,15 +99,23 @@ class PolicyRunner:
         except Exception as exc:  # a failing policy never takes the study down
             log.exception("policy %s failed on study %s; handing out fallback points", cls.name, study.name)
             metrics.policy_outcomes.labels(cls.name, "timeout" if isinstance(exc, PolicyTimeout) else "failed").inc()
-            return self.fallback(study, done, pending, short, failed, f"{type(exc).__name__}: {exc}")
+            return self.fallback(study, done, pending, short, failed, f"{type(exc).__name__}: {exc}", failed_points)
 
     def fallback(
-        self, study: StudyHandle, done: Sequence[Row], pending: Sequence[Row], short: int, failed: list[int], why: str
+        self,
+        study: StudyHandle,
+        done: Sequence[Row],
+        pending: Sequence[Row],
+        short: int,
+        failed: list[int],
+        why: str,
+        failed_points: list[list[float]] | None = None,
     ) -> Plan:
         """A plan of seeded fallback points (the study's state kept), recording ``why``."""
         if study.outcomes.safety is not None and study.space.candidates is None:  # never a random point
             try:
-                points = safe_fallback(study.outcomes, done, study.seeds(), short, study.name, study.linear)
+                outcomes, seeds, linear = study.outcomes, study.seeds(), study.linear
+                points = safe_fallback(outcomes, done, seeds, short, study.name, linear, failed_points)
             except Conflict as exc:
                 points, why = [], f"{why}; {exc}"
             return Plan(study.state_version, points, None, f"{utcnow().isoformat()} {why}")

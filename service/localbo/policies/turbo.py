@@ -87,8 +87,9 @@ In safe mode (``request.max_violation_probability`` = delta) nothing is asked th
               limit, at 1 - delta / 4 6 %, at 1 - delta / 10 fewer again at a small cost in value, at / 20 a
               larger one (``constrained_findings.md``); and within SAFE_REACH lengthscales (each constraint GP's
               own) of a point observed feasible, as SafeOpt grows its safe set from the seeds
-    batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again (a point
-              observed feasible). ``display`` shows the safe set's share of the candidates.
+    batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again if it was
+              observed feasible, else a PolicyError (the engine then asks the safest known point, or answers 409):
+              a point that broke a limit is never asked again. ``display`` shows the safe set's share.
 
 With parameter constraints (``request.polytope``) the design is the Sobol sequence's points inside them (or
 hit-and-run samples, ``polytope.design``) and the candidates are hit-and-run samples of region ∩ polytope
@@ -367,7 +368,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 predicted = failure.posterior(on_model).mean.reshape(-1).cpu() > 0
             if not bool(predicted.all()):
                 ruled_out = predicted
-        safe_share = None
+        safe_share, observed_safe = None, True
         if request.max_violation_probability is not None:
             safe = (
                 safe_probability(constraints, on_model, calibrated=True)
@@ -376,10 +377,13 @@ class Turbo(Policy[TurboConfig, TurboState]):
             if anchors is not None and anchors.shape[0]:
                 safe &= within_reach(constraints, on_model, anchors.to(on_model))
             safe_share = float(safe.double().mean())
-            if not bool(safe.any()):
+            observed_safe = anchors is not None and bool((anchors.to(centre) == centre).all(-1).any())
+            if not bool(safe.any()):  # the centre again, if it was observed feasible (else the engine's fallback)
+                if not observed_safe:
+                    raise PolicyError("safe mode: no candidate is predicted safe and the region's centre broke a limit")
                 return centre.expand(q, d).clone(), safe_share, None
             ruled_out = ~safe
-            q = min(q, int(safe.sum()))  # never an unsafe point to fill the batch: the centre fills it below
+            q = min(q, int(safe.sum()))  # never an unsafe point to fill the batch: filled below
         shares: list[float] = []
         mean_violation = Turbo._mean_violation(constraints, on_model) if seek and constraints else None
         for _ in range(q):
@@ -404,8 +408,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
             chosen.append(int(values.argmin()))
         points = candidates[chosen]
         short = max(request.count, config.batch_size) - len(chosen)
-        if short > 0:
-            points = torch.cat([points, centre.expand(short, d).to(points)])
+        if short > 0:  # the centre again; in safe mode with a centre that broke a limit, the first chosen point
+            filler = centre if observed_safe else points[0]
+            points = torch.cat([points, filler.expand(short, d).to(points)])
         return points, safe_share, (sum(shares) / len(shares) if shares else None)
 
     @staticmethod
