@@ -377,6 +377,38 @@ def test_int_parameters_keep_the_constraints_once_rounded(api: Any, policy: str)
         api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"value": n + m + a})
 
 
+@pytest.mark.parametrize("policy", ["random", "sobol"])
+def test_a_region_flat_in_one_direction_is_sampled_along_the_rest(api: Any, policy: str) -> None:
+    """a >= 1 on [0, 1] leaves a = 1 and b free: b varies (every point was (1, 0): no ball fits such a region, and
+    a chain that steps off the face cannot move)."""
+    name = create(api, policy, parameter_constraints=[{"terms": {"a": 1}, "op": ">=", "bound": 1}])
+    trials = ask(api, name, 8)
+    assert all(abs(t["params"]["a"] - 1) <= 1e-9 for t in trials), trials
+    assert len({round(t["params"]["b"], 6) for t in trials}) >= 6, [t["params"] for t in trials]
+
+
+def test_ints_on_an_equality_take_every_whole_solution(api: Any) -> None:
+    space = {"n": {"type": "int", "low": 0, "high": 3}, "m": {"type": "int", "low": 0, "high": 3}}
+    rule = [{"terms": {"n": 1, "m": 1}, "op": "==", "bound": 3}]
+    resp = api.post(API, json={"name": unique(), "space": space, "policy": "random", "seed": 1,
+                               "parameter_constraints": rule})  # fmt: skip
+    assert resp.status_code == 201, resp.text
+    trials = ask(api, resp.json()["name"], 12)
+    assert all(t["params"]["n"] + t["params"]["m"] == 3 for t in trials), trials
+    assert {t["params"]["n"] for t in trials} == {0, 1, 2, 3}, [t["params"] for t in trials]
+
+
+@pytest.mark.parametrize("size", [1e-300, 1e-10, 1e300])
+def test_coefficients_of_any_size_mean_the_same_constraint(api: Any, size: float) -> None:
+    """size (a - b) >= size 0.25 is a - b >= 0.25 whatever the size (at 1e-300 every point passed the absolute
+    tolerance, at 1e300 the unit-cube rows overflowed and every point was the same)."""
+    rule = {"terms": {"a": size, "b": -size}, "op": ">=", "bound": size * 0.25}
+    name = create(api, "random", parameter_constraints=[rule])
+    trials = ask(api, name, 8)
+    assert all(t["params"]["a"] - t["params"]["b"] >= 0.25 - 1e-9 for t in trials), [t["params"] for t in trials]
+    assert len({round(t["params"]["a"], 6) for t in trials}) >= 6, [t["params"] for t in trials]
+
+
 def test_int_constraints_with_no_whole_point_are_refused(api: Any) -> None:
     rules = [{"terms": {"n": 2}, "op": "==", "bound": 3}]  # n = 1.5: no whole number
     resp = api.post(API, json={"name": unique(), "space": INTS, "policy": "random", "parameter_constraints": rules})

@@ -227,18 +227,24 @@ def unit_constraints(
     constraints: list[ParameterConstraint], columns: dict[str, tuple[float, float, int]], dim: int
 ) -> LinearConstraints:
     """The constraints in the unit cube. ``columns``: each float parameter's (low, high, column). A user-unit term
-    a x with x = low + u (high - low) becomes a (high - low) u, its constant a low moves to the bound."""
+    a x with x = low + u (high - low) becomes a (high - low) u, its constant a low moves to the bound; each row is
+    then scaled to a largest coefficient of 1, so that the samplers' absolute tolerance (1e-9) means the same for
+    coefficients of 1e-300 and of 1e300 (unscaled, the first held for any point and the second overflowed)."""
     A_ub: list[tuple[float, ...]] = []
     b_ub: list[float] = []
     A_eq: list[tuple[float, ...]] = []
     b_eq: list[float] = []
     for c in constraints:
         row = [0.0] * dim
-        bound = c.bound
+        size = max(abs(a) for a in c.terms.values())  # divided out first: a (high - low) may pass the double range
+        bound = c.bound / size
         for name, a in c.terms.items():
             low, high, column = columns[name]
-            row[column] += a * (high - low)
-            bound -= a * low
+            row[column] += a / size * (high - low)
+            bound -= a / size * low
+        largest = max(abs(v) for v in row)
+        if largest > 0:
+            row, bound = [v / largest for v in row], bound / largest
         if c.op == "==":
             A_eq.append(tuple(row))
             b_eq.append(bound)

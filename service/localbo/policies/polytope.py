@@ -42,6 +42,7 @@ CHAINS = 32  # the fewest chains run side by side (a step costs about the same f
 RANK_TOLERANCE = 1e-10  # singular values of A_eq W below this times the largest: a dependent equality
 SOBOL_MAX_DRAWS = 1 << 16  # the most Sobol points rejection may look at in one call
 SOBOL_MIN_ACCEPTANCE = 0.01  # below this share of accepted Sobol points, hit-and-run instead
+FLAT = 1e-9  # a Chebyshev radius below this: the region is flat in some direction (implicit equalities)
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -92,18 +93,53 @@ def _reduce(polytope: Polytope | None, lo: np.ndarray, hi: np.ndarray) -> _Reduc
         A_ub, b_ub, A_eq, b_eq = _as_numpy(polytope, d)
     scale = max(1.0, float(np.abs(A_eq).max(initial=0.0)), float(np.abs(b_eq).max(initial=0.0)))
     if A_eq.shape[0]:
-        E, rhs = A_eq * width, b_eq - A_eq @ lo  # e x d, e
-        _, S, Vt = np.linalg.svd(E)
-        rank = int((S > RANK_TOLERANCE * max(float(S.max(initial=0.0)), 1e-300)).sum())
-        v0 = np.linalg.lstsq(E, rhs, rcond=None)[0]
-        if np.abs(E @ v0 - rhs).max(initial=0.0) > 1e-9 * scale:
+        solved = _null_space(A_eq * width, b_eq - A_eq @ lo, scale)  # E v = rhs
+        if solved is None:
             return None  # inconsistent equalities (within the box's fixed coordinates)
-        N = Vt[rank:].T  # d x k
+        v0, N = solved
     else:
         v0, N = np.zeros(d), np.eye(d)
     # inequalities in z: A_ub W (v0 + N z) <= b_ub - A_ub lo, and 0 <= v0 + N z <= 1
     G = np.concatenate([(A_ub * width) @ N, N, -N])
     h = np.concatenate([b_ub - A_ub @ lo - (A_ub * width) @ v0, 1.0 - v0, v0])
+    region = _in_subspace(lo, width, v0, N, G, h, scale)
+    if region is None or region.radius > FLAT or not region.G.shape[0]:
+        return region
+    # no ball fits: inequalities that hold with equality on the whole region (x >= 1 on [0, 1], or a + b <= 1 with
+    # a + b >= 1) leave no room to a chain that steps off them; they join the equalities (each an LP, only here)
+    G, h = region.G, region.h
+    tight = np.array([_always_tight(G, h, i, scale) for i in range(G.shape[0])])
+    if not tight.any():
+        return region
+    solved = _null_space(G[tight], h[tight], scale)
+    if solved is None:
+        return region
+    z0, N2 = solved
+    v0, N = v0 + N @ z0, N @ N2
+    return _in_subspace(lo, width, v0, N, G[~tight] @ N2, h[~tight] - G[~tight] @ z0, scale)
+
+
+def _null_space(E: np.ndarray, rhs: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """E x = rhs as x = x0 + N z (N: an orthonormal basis of E's null space), or None when inconsistent."""
+    _, S, Vt = np.linalg.svd(E)
+    rank = int((S > RANK_TOLERANCE * max(float(S.max(initial=0.0)), 1e-300)).sum())
+    x0 = np.linalg.lstsq(E, rhs, rcond=None)[0]
+    if np.abs(E @ x0 - rhs).max(initial=0.0) > 1e-9 * scale:
+        return None
+    return x0, Vt[rank:].T
+
+
+def _always_tight(G: np.ndarray, h: np.ndarray, i: int, scale: float) -> bool:
+    """Whether row i of G z <= h holds with equality at every point of the region (min G_i z = h_i, an LP)."""
+    res = linprog(G[i], A_ub=G, b_ub=h, bounds=[(None, None)] * G.shape[1], method="highs", options=_LP_OPTIONS)
+    return res.status == 0 and res.fun is not None and float(res.fun) >= h[i] - 1e-9 * scale
+
+
+def _in_subspace(
+    lo: np.ndarray, width: np.ndarray, v0: np.ndarray, N: np.ndarray, G: np.ndarray, h: np.ndarray, scale: float
+) -> _Reduced | None:
+    """The region {G z <= h} of u = lo + W (v0 + N z): rows the free directions cannot change dropped (None when
+    one of them is violated), and its Chebyshev centre."""
     norms = np.linalg.norm(G, axis=1)
     fixed = norms <= 1e-12 * max(1.0, float(norms.max(initial=0.0)))
     if (h[fixed] < -1e-9 * scale).any():
