@@ -351,6 +351,17 @@ def test_load_if_exists_with_another_definition_names_what_differs(sqlite_server
         with pytest.raises(Conflict) as caught:
             client.create_study(name, {"x": space["x"]}, policy="minucb", load_if_exists=True)
         assert "space" in str(caught.value) and "policy 'sobol' (asked 'minucb')" in str(caught.value)
+        # outcomes as the user wrote them, the server's defaults left out (a direction, safety's seeds), load it
+        several = {"objectives": [{"metric": "a"}, {"metric": "b"}]}
+        safe = {"objectives": [{"metric": "y"}], "constraints": [{"metric": "c", "op": "<=", "bound": 1}],
+                "safety": {"max_violation_probability": 0.05}}
+        for policy, outcomes in (("turbo", safe), ("random", several)):
+            again = unique("outcomes")
+            client.create_study(again, space, policy=policy, **outcomes)
+            assert client.create_study(again, space, policy=policy, load_if_exists=True, **outcomes).name == again
+        with pytest.raises(Conflict, match="objectives"):  # a direction the stored study does not have
+            maximised = [{"metric": "a", "direction": "maximize"}, {"metric": "b"}]
+            client.create_study(again, space, policy="random", load_if_exists=True, objectives=maximised)
 
 
 def test_a_wrong_url_says_so_at_once_and_the_error_names_it(caplog: Any) -> None:

@@ -324,6 +324,25 @@ def _differences(stored: dict[str, Any], asked: dict[str, Any]) -> list[str]:
         if config.get(key) != value:
             out.append(f"policy_config.{key} {config.get(key)!r} (asked {value!r})")
     for field in ("objectives", "constraints", "parameter_constraints", "failures", "safety", "reference_point"):
-        if field in asked and stored.get(field) != asked[field]:
+        if field in asked and not _holds(stored.get(field), _with_defaults(field, asked[field])):
             out.append(f"{field} {stored.get(field)!r} (asked {asked[field]!r})")
     return out
+
+
+def _with_defaults(field: str, asked: Any) -> Any:
+    """What the server stores for ``asked``, where it fills a default a user may leave out."""
+    if field == "objectives" and isinstance(asked, list):
+        return [{"direction": "minimize", **o} if isinstance(o, dict) else o for o in asked]
+    if field == "safety" and isinstance(asked, dict):
+        return {"seeds": [], **asked}
+    return asked
+
+
+def _holds(stored: Any, asked: Any) -> bool:
+    """Whether ``stored`` says what ``asked`` says: every key asked, equal (numbers by value); keys the server
+    added (its defaults) do not count."""
+    if isinstance(asked, dict):
+        return isinstance(stored, dict) and all(k in stored and _holds(stored[k], v) for k, v in asked.items())
+    if isinstance(asked, list):
+        return isinstance(stored, list) and len(stored) == len(asked) and all(map(_holds, stored, asked))
+    return bool(stored == asked)
