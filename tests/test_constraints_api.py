@@ -146,6 +146,21 @@ def test_external_trials_carry_metrics(api: Any) -> None:
             ("same constraint as constraints.0",),
         ),
         ({"safety": {"max_violation_probability": 0.05}}, "safety", ()),
+        (
+            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "<=", "bound": 1},
+                                                              {"metric": "p", "op": ">=", "bound": 2}]},
+            "constraints.1",
+            ("no value of 'p'", "constraints.0"),
+        ),  # fmt: skip
+        ({"objectives": []}, "objectives", ("leave objectives out",)),
+        ({"objectives": [{"metric": "  "}]}, "objectives.0.metric", ("visible character",)),
+        ({"direction": "maximize", "objectives": [{"metric": "y"}]}, "direction", ("objectives.0.direction",)),
+        (
+            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "<=", "bound": 1}],
+             "safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.1, "b": 0.2}, {"a": 0.1, "b": 0.2}]}},
+            "safety.seeds.1",
+            ("same point as safety.seeds.0",),
+        ),  # fmt: skip
     ],
 )
 def test_outcome_specs_that_cannot_be_served_are_refused(api: Any, fields: dict, field: str, words: tuple) -> None:

@@ -35,7 +35,7 @@ def seed_points(outcomes: Outcomes, space: SearchSpace | None, linear: LinearCon
         return []
     if space is None:
         raise InvalidInput("safety.seeds", "a finite space's safe points are candidates: tell them as trials")
-    points = []
+    points: list[list[float]] = []
     for i, seed in enumerate(outcomes.safety.seeds):
         try:
             x = space.to_unit(seed, field=f"safety.seeds.{i}")
@@ -43,7 +43,10 @@ def seed_points(outcomes: Outcomes, space: SearchSpace | None, linear: LinearCon
             raise InvalidInput(exc.field, exc.message) from None
         if linear and linear.worst(x) > TOLERANCE:
             raise InvalidInput(f"safety.seeds.{i}", "breaks the study's parameter_constraints")
-        points.append(space.snap(x))
+        x = space.snap(x)
+        if x in points:  # it would be asked twice
+            raise InvalidInput(f"safety.seeds.{i}", f"the same point as safety.seeds.{points.index(x)}")
+        points.append(x)
     return points
 
 

@@ -116,6 +116,8 @@ def parse_outcomes(
                 raise InvalidInput(f"{field}.{i}.{loc}" if loc else f"{field}.{i}", exc.errors()[0]["msg"]) from None
         return tuple(out)
 
+    if objectives is not None and not objectives:
+        raise InvalidInput("objectives", "expected 1 to 4 objectives; leave objectives out for the one unnamed value")
     if failures not in ("ignore", "avoid"):
         raise InvalidInput("failures", f"expected 'ignore' or 'avoid', got {failures!r}")
     try:
@@ -280,6 +282,13 @@ class Studies:
         seeds = safety_seeds(outcomes, None if finite is not None else parsed, linear)
         config = start_config(config, seeds)
         if outcomes.objectives:
+            # "minimize" is also the default a client sends unasked; "maximize" was asked, and must agree
+            if direction == "maximize" and outcomes.objectives[0].direction != "maximize":
+                raise InvalidInput(
+                    "direction",
+                    f"'maximize' disagrees with objectives.0.direction {outcomes.objectives[0].direction!r}; with "
+                    "objectives, each objective's direction says its way (direction is the unnamed value's)",
+                )
             direction = outcomes.objectives[0].direction  # the single objective's: best and summaries read it
 
         values = {

@@ -87,7 +87,9 @@ class StudyCreate(Strict):
 
     name: str = Field(pattern=STUDY_NAME, description="URL-safe: letters, digits, . _ -")
     direction: Literal["minimize", "maximize"] = Field(
-        default="minimize", description="Whether lower (minimize) or higher (maximize) values are better"
+        default="minimize",
+        description="Whether lower (minimize) or higher (maximize) values are better, for the one unnamed value; "
+        "with objectives each says its own way, and 'maximize' here must agree with the first's (a 422 if not)",
     )
     space: Annotated[dict[str, Any], documented("SpaceIn", "The search space")] = Field(
         description='{"x": {"type": "float", "low": 0, "high": 1, "log": false}, '

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from localbo.errors import InvalidInput
 from localbo.space import Param, SearchSpace
@@ -29,8 +29,25 @@ from localbo.space import Param, SearchSpace
 if TYPE_CHECKING:
     from localbo.policies.base import Polytope
 
-MetricName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")]
-Finite = Annotated[float, Field(allow_inf_nan=False, strict=True, ge=-1e300, le=1e300)]
+
+def _visible(name: str) -> str:
+    if not name.strip():
+        raise ValueError("a name of spaces only: expected at least one visible character")
+    return name
+
+
+MetricName = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$"), AfterValidator(_visible)
+]
+
+
+def _within_range(value: float) -> float:
+    if abs(value) > 1e300:  # pydantic's own le / ge message wrote 1e300 out as a 301-digit integer
+        raise ValueError(f"expected a number within ±1e300, got {value:g}")
+    return value
+
+
+Finite = Annotated[float, Field(allow_inf_nan=False, strict=True), AfterValidator(_within_range)]
 MAX_METRICS = 20
 MAX_PARAMETER_CONSTRAINTS = 50
 MAX_OBJECTIVES = 4
@@ -65,7 +82,9 @@ class ParameterConstraint(_Strict):
 
 
 class Safety(_Strict):
-    max_violation_probability: float = Field(gt=0, le=0.5, description="At most this chance of a violation")
+    max_violation_probability: float = Field(
+        gt=0, le=0.5, strict=True, description="At most this chance of a violation"
+    )
     seeds: list[dict[str, Any]] = Field(default_factory=list, max_length=100, description="Points known safe")
 
 
@@ -126,6 +145,12 @@ class Outcomes:
             if c in self.constraints[:i]:  # as a repeated parameter constraint is refused
                 first = self.constraints.index(c)
                 raise InvalidInput(f"constraints.{i}", f"the same constraint as constraints.{first}")
+            for j, other in enumerate(self.constraints[:i]):  # p <= 1 with p >= 2: no trial could ever be feasible
+                lower, upper = (c, other) if c.op == ">=" else (other, c)
+                if other.metric == c.metric and other.op != c.op and lower.bound > upper.bound:
+                    raise InvalidInput(
+                        f"constraints.{i}", f"no value of {c.metric!r} satisfies it together with constraints.{j}"
+                    )
         if len(self.metrics) > MAX_METRICS:
             raise InvalidInput("constraints", f"expected at most {MAX_METRICS} metrics, got {len(self.metrics)}")
         if self.safety is not None and not self.constraints and self.failures != "avoid":
