@@ -88,7 +88,8 @@ def test_an_inferred_reference_point_is_said_so_and_infeasible_trials_stay_off_t
         objectives=YIELD_COST["objectives"],
         constraints=[{"metric": "purity", "op": ">=", "bound": 0.9}],
     )
-    assert api.get(f"{API}/{name}/pareto").json()["hypervolume"] is None  # nothing yet
+    empty = api.get(f"{API}/{name}/pareto").json()
+    assert empty["hypervolume"] is None and empty["reference_point"] == {"yield": None, "cost": None}  # nothing yet
     trials = ask(api, name, 3)
     tell(api, name, trials[0]["number"], {"yield": 0.5, "cost": 4.0, "purity": 0.95})
     tell(api, name, trials[1]["number"], {"yield": 0.9, "cost": 1.0, "purity": 0.5})  # dominates, but impure

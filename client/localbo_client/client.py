@@ -224,8 +224,9 @@ class Client:
           from the results when not given.
         - ``constraints``: outcome constraints, ``[{"metric": "purity", "op": ">=", "bound": 0.95}]``: every tell
           carries each metric, a trial is feasible when all hold, and ``study.best`` is the best feasible trial.
-          Served by ``turbo`` (SCBO), ``minucb``, ``la-minucb``, ``gibo``, ``ei`` and ``ucb``; the server refuses
-          others with a ``BadRequest`` naming the policies that serve them.
+          Served by ``turbo`` (SCBO), ``minucb``, ``la-minucb``, ``gibo``, ``ei``, ``ucb`` and ``auto``, and with
+          several objectives by ``morbo`` and ``qlognehvi``; the server refuses others with a ``BadRequest``
+          naming the policies that serve them.
         - ``parameter_constraints``: linear, over float and int parameters (not log-scaled) in the space's units,
           ``[{"terms": {"a": 1, "b": 1, "c": 1}, "op": "==", "bound": 1}]``; every point handed out satisfies
           them. Served by ``random``, ``sobol``, ``turbo``, the local policies and the global ones.

@@ -23,7 +23,8 @@ Constraints: give the sampler Optuna's ``constraints_func`` (a trial is feasible
 and each tell carries the objective's value and the constraint values Optuna stored for the trial (its
 ``constraints`` system attribute, which ``constraints_func`` fills once the trial is done, as Optuna's own
 samplers do). The policy must serve outcome constraints: ``turbo`` (SCBO, the default with constraints),
-``ei`` or ``ucb``.
+``minucb``, ``la-minucb``, ``gibo``, ``ei``, ``ucb``, ``auto``, and with several directions ``morbo`` or
+``qlognehvi`` too; the server's refusal names those that serve the study.
 
 ```python
 def feasible_when_nonpositive(trial: optuna.trial.FrozenTrial) -> list[float]:
@@ -265,7 +266,8 @@ class LocalBOSampler(BaseSampler):
                 return
             remote.tell(number, result)
         elif state == TrialState.PRUNED:
-            remote.fail(number, f"pruned by Optuna at step {trial.last_step}")
+            at = f" at step {trial.last_step}" if trial.last_step is not None else " before it reported a step"
+            remote.fail(number, f"pruned by Optuna{at}")
         else:
             # Optuna logs the objective's exception; the trial it hands the sampler does not carry it
             why = trial.system_attrs.get("fail_reason") or "the objective raised or returned no usable value"
@@ -326,12 +328,10 @@ class LocalBOSampler(BaseSampler):
                 )
             except BadRequest as exc:
                 if outcomes and exc.detail.startswith(("constraints:", "objectives:")):
-                    need = (
-                        "constraints_func needs a policy that serves outcome constraints (turbo, the local policies, "
-                        "ei or ucb)"
+                    need = (  # the server's detail lists the policies that serve this study's combination
+                        "constraints_func needs a policy that serves outcome constraints"
                         if exc.detail.startswith("constraints:")
-                        else "an Optuna study with several directions needs a policy that serves several objectives "
-                        "(morbo, qlognehvi, minucb, la-minucb, random or sobol)"
+                        else "an Optuna study with several directions needs a policy that serves several objectives"
                     )
                     raise ValueError(
                         f"LocalBOSampler: {need}, not {policy!r}; the server says: {exc.detail}"

@@ -55,8 +55,9 @@ def front(outcomes: Outcomes, done: Sequence[Any]) -> dict[str, Any]:
     signs = [-1.0 if o.direction == "maximize" else 1.0 for o in outcomes.objectives]
     out = {
         "numbers": [rows[i].number for i in range(len(rows)) if bool(mask[i])],
-        "reference_point": {
-            o.metric: _finite(v * s) for o, v, s in zip(outcomes.objectives, ref, signs, strict=True)
+        "reference_point": {  # none inferred before a feasible result: null, not a made-up origin
+            o.metric: _finite(v * s) if rows or not inferred else None
+            for o, v, s in zip(outcomes.objectives, ref, signs, strict=True)
         },
         "reference_point_inferred": inferred,
         "completed": [r.number for r in done],

@@ -2,7 +2,7 @@
 // source, client id, times, lease and candidate id; on a study that names its metrics, every metric told
 // (the objective's direction, each constraint's bound and whether the value met it) and whether it was feasible.
 // On a study with several objectives: every objective's value at the top, and whether the trial is on the
-// Pareto front (GET .../pareto; never asked of a single-objective study, where it is a 409). Its note (issue 27,
+// Pareto front (GET .../pareto; never asked of a single-objective study, which has no front to draw). Its note (issue 27,
 // item 6) under its state, with an editor when the viewer's token may write (GET .../access).
 
 import { HttpError, get, subscribe } from "../api.js";
