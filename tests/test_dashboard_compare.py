@@ -286,6 +286,24 @@ def test_a_study_with_several_objectives_is_compared_by_its_first_and_says_so(se
     no_panel_failed(page)
 
 
+def test_a_constrained_study_s_distribution_says_it_counts_infeasible_trials(server: ServerProcess, page: Any) -> None:
+    api, plain, limited = Api(server.url), unique("cmp-plain"), unique("cmp-limit")
+    study(api, plain, [3.0, 2.0], policy="random")
+    api.create(limited, policy="turbo", objectives=[{"metric": "cost"}],
+               constraints=[{"metric": "purity", "op": ">=", "bound": 0.9}])  # fmt: skip
+    for k, (cost, purity) in enumerate(((1.0, 0.5), (2.5, 0.95), (4.0, 0.99))):  # the cheapest is impure; told
+        params = {"x0": k / 4, "x1": k / 4}  # as trials of the lab's own (no GP fitted here)
+        api.post(f"studies/{limited}/trials", {"params": params, "values": {"cost": cost, "purity": purity}})
+    open_page(page, server.url, f"#/compare?studies={plain},{limited}", view="compare")
+    note = page.get_by_test_id("compare-infeasible").inner_text()
+    assert limited in note and plain not in note and "infeasible ones included" in note, note
+    row = page.get_by_test_id("compare-table").locator(f"tr[data-study='{limited}']")
+    assert row.get_by_test_id("compare-best-value").inner_text() == "2.5"  # feasible only
+    assert row.get_by_test_id("edf-n").inner_text() == "3"  # every completed trial
+    assert "(infeasible trials included)" in page.locator("[data-testid=compare-group] p.dim").nth(1).inner_text()
+    no_panel_failed(page)
+
+
 # colours of the study keys as drawn on the panel: at least 3:1, all different
 KEY_CONTRAST = (
     "() => {"

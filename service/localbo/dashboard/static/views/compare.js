@@ -177,6 +177,11 @@ export const compareView = {
       notes.push(
         html`<li data-testid="compare-several">${s.name} has ${String(s.info.objectives.length)} objectives: it is compared by its first, ${s.objective} (${directionWord(s.direction)}).</li>`,
       );
+    const constrained = studies.filter((s) => (s.info.constraints?.length ?? 0) > 0).map((s) => s.name);
+    if (constrained.length)
+      notes.push(
+        html`<li data-testid="compare-infeasible">${constrained.join(", ")} ${constrained.length === 1 ? "has" : "have"} outcome constraints: the best value counts feasible trials only; the distributions and their columns count every completed trial, infeasible ones included.</li>`,
+      );
     if (objectives.size > 1)
       notes.push(html`<li data-testid="compare-objectives">The studies name different objectives (${[...objectives].join(", ")}): their values are compared as numbers.</li>`);
 
@@ -220,7 +225,7 @@ export const compareView = {
                   .filter((s) => s.edf)
                   .map((s) => `${s.name}: ${ariaSummary(s.edf)}`)
                   .join("; ")}"></canvas>
-                <p class="dim">${edfCaption(d)}.</p></section>
+                <p class="dim">${edfCaption(d)}${group.some((s) => (s.info.constraints?.length ?? 0) > 0) ? " (infeasible trials included)" : ""}.</p></section>
             </div>`;
           })}
           <section class="panel" aria-labelledby="compare-table-title"><h2 id="compare-table-title">The studies</h2>${table}</section>`
