@@ -144,6 +144,45 @@ def test_a_seed_told_infeasible_is_never_asked_again(make_client: Any) -> None:
     assert all(t["params"] != seed for t in trials), trials
 
 
+def test_a_queued_seed_shown_unsafe_meanwhile_is_not_handed_out(make_client: Any) -> None:
+    """The seeds are queued at creation; one told infeasible from outside before it was asked is skipped (it was
+    handed out as 'seed'), and so is a seed that expired stale after an infeasible result at it."""
+    api = make_client(ask_wait_seconds=0.5)
+    seeds = [{"a": 0.1, "b": 0.2}, {"a": 0.2, "b": 0.1}, {"a": 0.3, "b": 0.3}]
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05, "seeds": seeds}).json()["name"]
+    (first,) = ask(api, name)
+    assert first["params"] == seeds[0]
+    broke = {"params": seeds[1], "values": {"yield": 0.2, "t_peak": 900.0}}
+    assert api.post(f"{API}/{name}/trials", json=broke).status_code == 201
+    resp = api.post(f"{API}/{name}/ask", json={"count": 1})
+    assert resp.status_code in (200, 409), resp.text
+    if resp.status_code == 200:
+        (nxt,) = resp.json()["trials"]
+        assert nxt["params"] != seeds[1], nxt
+
+
+def test_a_stale_retry_of_a_point_shown_unsafe_is_not_handed_out(make_client: Any) -> None:
+    from localbo.storage import repository as repo
+    from localbo.storage.models import utcnow
+    from sqlalchemy import update
+
+    api = make_client(ask_wait_seconds=0.5)
+    seed = {"a": 0.7, "b": 1.4}
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05, "seeds": [seed]}).json()["name"]
+    first, second = ask(api, name, 2)  # the seed, then the seed again (nothing is known safe but it)
+    assert first["params"] == second["params"] == seed
+    told = {"values": {"yield": 0.7, "t_peak": 900.0}}
+    assert api.post(f"{API}/{name}/trials/{second['number']}/tell", json=told).status_code == 200
+    with api.app.state.service.write.begin() as conn:  # the first lease ran out (no clock games, no sleeps)
+        study_id = repo.get_study(conn, name).id
+        match = (repo.trials.c.study_id == study_id) & (repo.trials.c.number == first["number"])
+        conn.execute(update(repo.trials).where(match).values(lease_expires_at=utcnow().replace(year=2000)))
+    assert api.post(f"{API}/{name}/trials/{first['number']}/heartbeat").status_code == 409  # stale: offered again
+    for _ in range(2):
+        resp = api.post(f"{API}/{name}/ask", json={"count": 1})
+        assert resp.status_code == 409 and "no point is known safe" in resp.json()["detail"], resp.text
+
+
 def test_a_seed_that_failed_is_not_known_safe_when_failures_are_avoided(make_client: Any) -> None:
     api = make_client(ask_wait_seconds=0.5)
     seeds = [{"a": 0.7, "b": 1.4}, {"a": 0.2, "b": 0.2}]

@@ -37,7 +37,7 @@ from localbo.errors import Busy, Conflict, InvalidInput, NotFound
 from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.planning.outcomes import ClaimedElsewhere, Failed, Gone, Outcome, Planned
 from localbo.planning.planner import Planner
-from localbo.safety import safe_fallback
+from localbo.safety import safe_fallback, same_point
 from localbo.spaces import Spaces
 from localbo.storage import finite_spaces, idempotency_records, plan_queue
 from localbo.storage import outcomes as outcome_rows
@@ -270,12 +270,16 @@ class Asking:
         return {"trials": out + [trial_out(r, token) for r in new]}, [r["source"] for r in new]
 
     def _pop_plan(self, conn: Connection, study: Row, need: int, space: StudySpace) -> list[plan_queue.PlanPoint]:
-        """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds.
+        """``need`` planned points or fewer; on a finite space without repeats, never a candidate a trial holds;
+        in safe mode never a point a trial has shown unsafe (broke a limit there, or failed with failures avoided).
 
         A plan computed from an older snapshot may name a candidate that a fallback point took meanwhile:
         such points are dropped (and the plan job purges them for good before it plans).
         """
         points = [(p.x, p.source, p.candidate) for p in plan_queue.pop_plan(conn, study.id, need)]
+        if study.safety is not None and points:  # a seed, stale retry or older plan's point shown unsafe since
+            unsafe = outcome_rows.shown_unsafe(conn, study.id, study.failures == "avoid")
+            points = [p for p in points if not any(same_point(p[0], u) for u in unsafe)]
         finite = space.candidates
         if finite is None or finite.allow_repeats:
             return points

@@ -86,10 +86,10 @@ def safest_known(
         return list(feasible[0].x)
     shown_unsafe = [list(r.x) for r in done if r.metrics is not None and outcomes.feasible(r.metrics) is False]
     shown_unsafe += [list(x) for x in failed or []]
-    return next((seed for seed in seeds if not any(_same(seed, x) for x in shown_unsafe)), None)
+    return next((seed for seed in seeds if not any(same_point(seed, x) for x in shown_unsafe)), None)
 
 
-def _same(a: Sequence[float], b: Sequence[float]) -> bool:
+def same_point(a: Sequence[float], b: Sequence[float]) -> bool:
     """The same point in the unit cube (a seed is asked as it was snapped, and stored as asked)."""
     return len(a) == len(b) and all(abs(u - v) <= TOLERANCE for u, v in zip(a, b, strict=True))
 

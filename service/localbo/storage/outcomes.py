@@ -37,6 +37,16 @@ def failed_points(conn: Connection, study_id: int) -> list[list[float]]:
     return [list(r.x) for r in rows]
 
 
+def shown_unsafe(conn: Connection, study_id: int, failures_count: bool) -> list[list[float]]:
+    """The points safe mode must not ask again: where a completed trial broke a limit, and (``failures_count``:
+    failures are avoided) where a trial failed."""
+    unsafe = (trials.c.state == "complete") & (trials.c.feasible.is_(False))
+    if failures_count:
+        unsafe = unsafe | (trials.c.state == "failed")
+    rows = conn.execute(select(trials.c.x).where(trials.c.study_id == study_id, unsafe)).all()
+    return [list(r.x) for r in rows]
+
+
 def count_failed(conn: Connection, study_id: int) -> int:
     """How many of the study's trials failed."""
     query = select(func.count()).select_from(trials).where(trials.c.study_id == study_id, trials.c.state == "failed")

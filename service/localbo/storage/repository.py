@@ -97,6 +97,8 @@ _STUDY_FOR_ASK = (
         studies.c.seed,
         studies.c.trial_count,
         studies.c.created_at,
+        studies.c.safety,  # safe mode: a planned point shown unsafe since is never handed out
+        studies.c.failures,
         _CLIENT_RUNNING.label("client_running"),
         func.now().label("db_now"),  # leases are set and compared in the database's time, not a host's
         idempotency.c.request_hash.label("idem_hash"),
