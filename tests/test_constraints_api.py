@@ -94,6 +94,8 @@ def test_a_tell_must_carry_every_metric_and_only_the_study_s(api: Any) -> None:
     refused(api.post(tell, json={"values": {"yield": 0.5, "purity": 0.99, "t_peak": 1, "ph": 7}}), "values.ph")
     refused(api.post(tell, json={"value": 0.5}), "values", "yield", "purity", "t_peak")
     refused(api.post(tell, json={"state": "failed", "values": {"yield": 1}}), "values", "failed")
+    both = f"{API}/{name}/trials/1/tell-and-ask"  # in a tell-and-ask body the field is under tell
+    refused(api.post(both, json={"tell": {"values": {"yield": 0.5, "purity": 0.99}}}), "tell.values.t_peak", "missing")
     assert api.get(f"{API}/{name}/trials/1").json()["state"] == "running", "nothing stored by a refused tell"
     assert api.post(tell, json={"state": "failed", "reason": "tripped"}).json()["values"] is None
 

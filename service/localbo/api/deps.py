@@ -22,3 +22,14 @@ IdempotencyKey = Annotated[
     str | None,
     Header(alias="Idempotency-Key", max_length=200, description="Retry-safe: the first answer is replayed"),
 ]
+# a tell is idempotent by what it says (the same tell again answers the trial as stored; another is a 409), so its
+# key is accepted, as clients send one on every write, and not stored: reusing it on another trial is no error
+TellIdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=200,
+        description="Accepted and not needed: a tell is retry-safe by itself (the same tell again answers the "
+        "trial as stored; a different one is a 409); the key is not stored",
+    ),
+]

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from localbo import export as exports
 from localbo.api.auth import check_read, check_write
-from localbo.api.deps import Caller, IdempotencyKey, ServiceDep, StudyName
+from localbo.api.deps import Caller, IdempotencyKey, ServiceDep, StudyName, TellIdempotencyKey
 from localbo.api.errors import READ, WRITE, conflict, responses
 from localbo.api.schemas import DB_INT_MAX
 from localbo.api.strict_json import StrictJsonRoute
@@ -27,6 +27,7 @@ from localbo.api.trial_schemas import (
 from localbo.asking import Short, Unit
 from localbo.bootstrap import Service
 from localbo.domain.records import TrialRecord
+from localbo.errors import InvalidInput
 from localbo.json_values import readable
 from localbo.telling import Told
 
@@ -61,7 +62,7 @@ async def tell(
     body: TellRequest,
     service: ServiceDep,
     who: Caller,
-    key: IdempotencyKey = None,
+    key: TellIdempotencyKey = None,
 ) -> TrialRecord:
     check_write(who, study)
     return await _tell(service, study, number, body)
@@ -88,13 +89,13 @@ async def tell_and_ask(
     unit = Unit(
         "tell-and-ask",
         {"number": number, "tell": body.tell.model_dump(mode="json"), "ask": ask.model_dump(exclude={"wait_seconds"})},
-        lambda conn: _tell_in(service, conn, study, number, body.tell),
+        lambda conn: _tell_part(service, conn, study, number, body.tell),
     )
     told, served = await service.tx.run_now(service.asking.step, study, ask.count, ask.client_id, key, False, unit)
     if told is not None:
         service.telling.after(told)
     if isinstance(served, Short):  # rolled back: the tell alone, then the ask waits for the policy
-        told = await service.tx.run_now(_tell_now, service, study, number, body.tell)
+        told = await service.tx.run_now(_tell_now, service, study, number, body.tell, "tell.")
         served = await service.asking.ask(
             study, ask.count, ask.client_id, key, ask.wait_seconds, Unit(unit.op, unit.identity)
         )
@@ -107,11 +108,23 @@ async def _tell(service: Service, study: str, number: int, body: TellRequest) ->
     return await service.tx.run_now(_tell_now, service, study, number, body)
 
 
-def _tell_now(service: Service, study: str, number: int, body: TellRequest) -> TrialRecord:
+def _tell_now(service: Service, study: str, number: int, body: TellRequest, where: str = "") -> TrialRecord:
     with service.write.begin() as conn:
-        told = _tell_in(service, conn, study, number, body)
+        told = _tell_part(service, conn, study, number, body, where)
     service.telling.after(told)
     return told.trial
+
+
+def _tell_part(
+    service: Service, conn: Connection, study: str, number: int, body: TellRequest, where: str = "tell."
+) -> Told:
+    """The tell, its 422s naming the field under ``where`` (``tell.values.cost`` in a tell-and-ask's body)."""
+    try:
+        return _tell_in(service, conn, study, number, body)
+    except InvalidInput as exc:
+        if not where:
+            raise
+        raise InvalidInput(f"{where}{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
 def _tell_in(service: Service, conn: Connection, study: str, number: int, body: TellRequest) -> Told:
