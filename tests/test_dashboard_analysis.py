@@ -279,3 +279,16 @@ def test_axes_are_in_user_units_log_and_choices(server: ServerProcess, page: Any
     assert axes["log"][3] == pytest.approx(10**-2.5)
     assert axes["cat"] == [["adam", "sgd", "rmsprop", "true"], True, pytest.approx(1 / 3)]
     assert axes["int"][:2] == [1, 12] and all(label.isdigit() for label in axes["int"][2])
+
+
+def test_the_colour_scale_ends_read_in_three_digits(server: ServerProcess, page: Any) -> None:
+    """fmt's five digits were cut to "0.00…" in the phone's legend, which reads as zero."""
+    page.goto(f"{server.url}/dashboard/")
+    page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+    shown = page.evaluate(
+        """async () => {
+          const { legendNumber } = await import(new URL("static/panels/surface.js", location.href).href);
+          return [0.0022574, 0.80464, 0, -12.3456, 123456.7, 2.5e-9, Infinity].map(legendNumber);
+        }"""
+    )
+    assert shown[:6] == ["0.00226", "0.805", "0", "-12.3", "1.23e+5", "2.50e-9"], shown

@@ -116,6 +116,11 @@ def test_two_objectives_draw_the_front_the_hypervolume_the_trade_offs_and_brushi
     assert page.get_by_test_id("pareto-size").inner_text() == str(len(front))
     assert page.get_by_test_id("best-value").count() == 0
     assert "maximise yield, minimise cost" in page.locator("#meta").inner_text()
+    # the analysis panels model the first objective, and say so (their answers name it)
+    assert page.locator("#importance-title").inner_text() == "What drives yield (the first of 2 objectives)"
+    head = page.locator("#surface-title").locator("..").inner_text()  # the panel's head: its title and key
+    assert "coloured by yield (the first of 2 objectives)" in head, head
+    assert get(server, f"studies/{name}/analysis/importance")["objective"] == "yield"
 
     # the trade-off table: the front's trials, best yield first, each objective's value and a link to the trial
     table = page.get_by_test_id("tradeoff")
@@ -306,6 +311,7 @@ def test_safe_mode_says_so_counts_its_violations_and_labels_the_seeds(server: Se
     line = page.get_by_test_id("safe-mode")
     text = line.inner_text()
     assert "safe mode (δ = 0.05)" in text, text
+    assert "every constraint is predicted to hold with probability at least 0.95" in text, text
     assert line.get_by_test_id("safe-violations").inner_text() == "safe-mode violations: 1 of 2"
     assert "(1 told from outside not counted)" in text and line.get_by_test_id("safe-seeds").inner_text() == "2 seeds"
     sources = page.get_by_test_id("trials").get_by_test_id("source")

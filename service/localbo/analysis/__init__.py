@@ -64,6 +64,11 @@ def blocks(space: StudySpace) -> list[list[int]]:
     return out
 
 
+def objective_of(study: StudyHandle) -> str | None:
+    """The metric the analysis models: the trials' value, which is the (first) objective's (None: unnamed)."""
+    return study.outcomes.objectives[0].metric if study.outcomes.objectives else None
+
+
 class Analysis:
     def __init__(self, db: Engine, spaces: Spaces, max_models: int = 16, max_answers: int = 256) -> None:
         self.db, self.spaces = db, spaces
@@ -145,6 +150,7 @@ class Analysis:
             "forest": None,
             "forest_method": FOREST_METHOD,
             "n_complete": n_complete,
+            "objective": objective_of(study),
         }
         if n_complete < MIN_COMPLETE:
             return out | {"note": f"needs at least {MIN_COMPLETE} completed trials; the study has {n_complete}"}
@@ -184,7 +190,7 @@ class Analysis:
             raise InvalidInput("y", f"expected a parameter other than x ({x!r})")
         if not SURFACE_SIZES[0] <= size <= SURFACE_SIZES[1]:
             raise InvalidInput("size", f"expected {SURFACE_SIZES[0]}..{SURFACE_SIZES[1]}, got {size}")
-        head = {"x": x, "y": y, "n_complete": n_complete}
+        head = {"x": x, "y": y, "n_complete": n_complete, "objective": objective_of(study)}
 
         def unavailable(reason: str) -> dict[str, Any]:
             return head | {"available": False, "reason": reason}

@@ -43,6 +43,11 @@ class ImportanceOut(BaseModel):
     forest_method: str = Field(description="How the forest shares were computed")
     n_complete: int = Field(description="Completed trials of the study")
     note: str = Field(description="Which trials fed the fits, or why there are no shares")
+    objective: str | None = Field(
+        default=None,
+        description="The metric the shares are of: the objective's (with several, the first's); null for the one "
+        "unnamed value",
+    )
 
 
 class SurfaceOut(BaseModel):
@@ -84,7 +89,14 @@ class SurfaceOut(BaseModel):
     log_y: bool | None = Field(default=None, description="Whether y is a log-scaled parameter")
     fixed: Params | None = Field(default=None, description="Where the other parameters are held, user units")
     fixed_at: Literal["centre", "best"] | None = Field(
-        default=None, description="centre: the policy's current centre (its display's); best: the best trial"
+        default=None,
+        description="centre: the policy's current centre (its display's); best: the best (feasible) trial by the "
+        "objective the mean is of",
+    )
+    objective: str | None = Field(
+        default=None,
+        description="The metric the mean is of: the objective's (with several, the first's); null for the one "
+        "unnamed value",
     )
     model: str | None = Field(default=None, description="The GP and the trials it was fitted to")
 

@@ -155,7 +155,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
             numbers["feasible share"] = round(state.feasible_share, 4)
         if not state.regions:
             total = config.n_init or max(state.design_asked, 1)
-            progress = Progress(done=min(state.design_asked, total), total=total, label="design points asked")
+            progress = Progress(done=min(state.design_asked, total), total=total, label="design points planned")
             return Display(phase="initial design", progress=progress, numbers=numbers)
         numbers["restarts"] = sum(r.restarts for r in state.regions)
         for i, r in enumerate(state.regions, start=1):

@@ -105,7 +105,7 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
             numbers["reference point, minimised"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
         if not state.hypers:
             total = config.n_init or max(state.design_asked, 1)
-            progress = Progress(done=min(state.design_asked, total), total=total, label="design points asked")
+            progress = Progress(done=min(state.design_asked, total), total=total, label="design points planned")
             return Display(phase="initial design", progress=progress, numbers=numbers)
         return Display(phase="model-based", numbers=numbers)
 

@@ -196,7 +196,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         if region.best is None:
             n_init = config.n_init or 0
             total = n_init or max(region.design_asked, 1)
-            progress = Progress(done=min(region.design_asked, total), total=total, label="design points asked")
+            progress = Progress(done=min(region.design_asked, total), total=total, label="design points planned")
             return Display(phase="initial design", progress=progress, numbers=numbers, objective_values=["region best"])
         box = Box(lower=region.lower, upper=region.upper) if region.lower and region.upper else None
         return Display(

@@ -92,7 +92,9 @@ export function drawImportance(root, answer) {
 export function mount(el, study) {
   render(
     el,
-    html`<div class="panel-head"><h2 id="importance-title">What drives the value</h2>
+    html`<div class="panel-head"><h2 id="importance-title">${
+      study.several ? `What drives ${study.objectives[0].metric} (the first of ${study.objectives.length} objectives)` : "What drives the value"
+    }</h2>
       <span class="dim">parameter importance, larger is more important: the GP's estimate, with a rough model-free check under it</span></div>
     <div data-testid="importance-panel"><p class="dim">asking the server…</p></div>`,
   );

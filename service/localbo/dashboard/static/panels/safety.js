@@ -30,7 +30,7 @@ export function mount(el, study) {
       }
       render(
         el,
-        html`<b>safe mode (δ = ${String(safety.max_violation_probability)})</b>: points are asked only where a constraint is likely to hold ·
+        html`<b>safe mode (δ = ${String(safety.max_violation_probability)})</b>: points are asked only where every constraint${study.info?.failures === "avoid" ? " (and no failure)" : ""} is predicted to hold with probability at least ${String(Number((1 - safety.max_violation_probability).toPrecision(12)))} ·
           <span data-testid="safe-violations" class="${broke ? "safe-broke" : ""}">safe-mode violations: ${broke} of ${asked}</span>${
             external ? html` <span class="dim">(${external} told from outside not counted)</span>` : ""
           } · <span data-testid="safe-seeds">${seeds} seed${seeds === 1 ? "" : "s"}</span>${

@@ -11,7 +11,7 @@ import { INK, VALUE_STOPS, completedByRank, fitLabel, niceTicks, padRange, param
 // root: an element to fill. fetchSurface(x, y, signal) -> the server's answer ({available, ...}).
 // Returns {update(data), refresh(), destroy(), state}: update redraws with new trials, refresh asks the
 // server again (say, after the policy refitted).
-export function mountSurface(root, { names, specs, data, direction = "minimize", fetchSurface, initial = null, limit = 5000, onError = null }) {
+export function mountSurface(root, { names, specs, data, direction = "minimize", fetchSurface, initial = null, limit = 5000, onError = null, several = 0 }) {
   const state = { x: null, y: null, surface: null, data, status: "", controller: null };
   if (names.length < 2) {
     render(root, html`<p class="dim" data-testid="surface-note">A 2-D view needs two parameters; this study has one.</p>`);
@@ -70,7 +70,7 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
     }
     if (controller.signal.aborted) return;
     state.surface = answer && answer.available && answer.x === x && answer.y === y ? answer : null;
-    note.textContent = state.surface ? describe(state.surface) : `No model surface: ${answer?.reason || "the server gave none"}. Trials only.`;
+    note.textContent = state.surface ? describe(state.surface, several) : `No model surface: ${answer?.reason || "the server gave none"}. Trials only.`;
     root.dataset.state = state.surface ? "contour" : "unavailable";
     draw();
   }
@@ -98,13 +98,24 @@ export function mountSurface(root, { names, specs, data, direction = "minimize",
   };
 }
 
-function describe(s) {
+// the colour scale's ends in three significant digits ("0.00226", "2.26e+7"): fmt's five were cut to "0.00…" on a
+// phone, which reads as zero
+export function legendNumber(v) {
+  if (!Number.isFinite(v)) return fmt(v);
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(2) : String(Number(v.toPrecision(3)));
+}
+
+// several: the study's objectives count (the surface is of the first, `s.objective`)
+function describe(s, several = 0) {
   const fixed = Object.entries(s.fixed || {});
-  const where = s.fixed_at === "best" ? "the best trial" : s.fixed_at === "centre" ? "the policy's centre" : String(s.fixed_at || "");
+  const by = several && s.objective ? ` by ${s.objective}` : "";
+  const where = s.fixed_at === "best" ? `the best trial${by}` : s.fixed_at === "centre" ? "the policy's centre" : String(s.fixed_at || "");
   const held = fixed.length
     ? ` Other parameters held at ${where}: ${fixed.map(([k, v]) => `${k} = ${typeof v === "number" ? fmt(v) : String(v)}`).join(", ")}.`
     : "";
-  return `Shading and contours: the GP's posterior mean, fitted to ${s.n_complete} completed trials.${held}`;
+  const of = several && s.objective ? ` of ${s.objective} (the first of ${several} objectives)` : "";
+  return `Shading and contours: the GP's posterior mean${of}, fitted to ${s.n_complete} completed trials.${held}`;
 }
 
 // Marching squares: line segments where the grid (rows over ys, columns over xs) crosses `level`.
@@ -318,8 +329,8 @@ export function drawSurface(canvas, { names, specs, data, direction = "minimize"
   ctx.textBaseline = "middle";
   const best = minimize ? vlo : vhi;
   const worst = minimize ? vhi : vlo;
-  ctx.fillText(fitLabel(ctx, fmt(best), legendW - 34), lx + 18, box.t + 18);
-  ctx.fillText(fitLabel(ctx, fmt(worst), legendW - 34), lx + 18, box.t + 10 + lh);
+  ctx.fillText(fitLabel(ctx, legendNumber(best), legendW - 34), lx + 18, box.t + 18);
+  ctx.fillText(fitLabel(ctx, legendNumber(worst), legendW - 34), lx + 18, box.t + 10 + lh);
   ctx.textBaseline = "top";
   ctx.fillText("worst", lx - 2, box.t + 17 + lh);
   if (total === 0) {
@@ -348,9 +359,9 @@ export function mount(el, study) {
   render(
     el,
     html`<div class="panel-head"><h2 id="surface-title">Two parameters at a time</h2>
-      <span class="dim">trials coloured by value (by the colour scale: best to worst), failed ones as ×${
+      <span class="dim">trials coloured by ${study.several ? `${study.objectives[0].metric} (the first of ${study.objectives.length} objectives)` : "value"} (by the colour scale: best to worst), failed ones as ×${
         study.constrained ? html`<span data-testid="surface-infeasible">, infeasible ones as grey rings</span>` : ""
-      } ; behind them, where the policy has a GP, its posterior mean (shading and contour lines, same colours)</span></div>
+      }; behind them, where the policy has a GP, its posterior mean (shading and contour lines, same colours)</span></div>
     <div data-testid="surface-panel"></div>`,
   );
   const box = el.querySelector("[data-testid=surface-panel]");
@@ -374,7 +385,8 @@ export function mount(el, study) {
   return {
     render() {
       if (!view) {
-        view = mountSurface(box, { names: study.names, specs: study.specs, data: study.data, direction: study.direction, fetchSurface, onError: failed });
+        const several = study.several ? study.objectives.length : 0;
+        view = mountSurface(box, { names: study.names, specs: study.specs, data: study.data, direction: study.direction, fetchSurface, onError: failed, several });
         version = study.policy?.policy_state_version;
         asked = performance.now();
         return;
