@@ -242,3 +242,16 @@ def test_a_constrained_study_and_trial_fit_a_phone(server: ServerProcess, browse
     finally:
         context.close()
     assert not errors, errors
+
+
+@pytest.mark.live
+def test_the_study_line_says_the_parameter_constraints_and_that_failures_are_avoided(
+    server: ServerProcess, page: Any
+) -> None:
+    api, name = Api(server.url), unique("within")
+    rules = [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1.5}, {"terms": {"a": 2, "b": -1}, "op": ">=", "bound": 0}]
+    api.create(name, SPACE, policy="turbo", failures="avoid", parameter_constraints=rules)
+    open_page(page, server.url, f"#/study/{name}", view="study")
+    meta = page.locator("#meta").inner_text()
+    assert "within a + b ≤ 1.5; 2 a − b ≥ 0" in meta, meta
+    assert "failures avoided" in meta, meta

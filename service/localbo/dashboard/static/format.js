@@ -65,6 +65,16 @@ export function fromUnit(spec, u) {
 export const opText = (op) => ({ ">=": "≥", "<=": "≤", "==": "=" })[op] ?? op;
 export const constraintText = (c) => `${c.metric} ${opText(c.op)} ${fmt(c.bound)}`;
 
+// a linear parameter constraint as a person writes it: "a + b + c = 1", "2 x − y ≤ 0.5"
+export function linearText(c) {
+  const terms = Object.entries(c.terms ?? {}).map(([name, a], k) => {
+    const size = Math.abs(a) === 1 ? "" : `${fmt(Math.abs(a))} `;
+    const sign = a < 0 ? (k ? " − " : "−") : k ? " + " : "";
+    return `${sign}${size}${name}`;
+  });
+  return `${terms.join("")} ${opText(c.op)} ${fmt(c.bound)}`;
+}
+
 // whether a metric's value meets a constraint (the server decides feasibility; this only says which bound a
 // trial missed, so equality is to a relative 1e-9)
 export function meets(c, v) {

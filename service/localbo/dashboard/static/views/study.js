@@ -8,7 +8,7 @@
 
 import { get, subscribe } from "../api.js";
 import { html, render } from "../html.js";
-import { constraintText, perParameter } from "../format.js";
+import { constraintText, linearText, perParameter } from "../format.js";
 import { ready, setLive } from "../shell.js";
 import { displayOf } from "../display.js";
 import { directionWord, several } from "../objectives.js";
@@ -257,9 +257,12 @@ export const studyView = {
     const goal = study.several
       ? `${study.objectives.map((o) => `${directionWord(o.direction)} ${o.metric}`).join(", ")} (a Pareto front)`
       : objective ? `${series.direction} ${objective}` : series.direction;
+    const linear = info.parameter_constraints?.length ? ` · within ${info.parameter_constraints.map(linearText).join("; ")}` : "";
     meta.textContent = `policy ${series.policy} · ${goal}${
       study.constrained ? ` subject to ${info.constraints.map(constraintText).join(", ")}` : ""
-    } · ${names.length} parameters (${names.join(", ")})${study.finite ? ` · ${info.space.candidates} candidates` : ""}`;
+    } · ${names.length} parameters (${names.join(", ")})${linear}${info.failures === "avoid" ? " · failures avoided (the policy steers away from where trials failed)" : ""}${
+      study.finite ? ` · ${info.space.candidates} candidates` : ""
+    }`;
 
     // each panel behind its own error boundary (guarded): one panel's failure never takes the page
     const panels = PANELS.map(([id, panel]) => guarded(id, panel, root.querySelector(`#${id}`), study));
