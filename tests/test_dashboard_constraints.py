@@ -249,7 +249,10 @@ def test_the_study_line_says_the_parameter_constraints_and_that_failures_are_avo
     server: ServerProcess, page: Any
 ) -> None:
     api, name = Api(server.url), unique("within")
-    rules = [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1.5}, {"terms": {"a": 2, "b": -1}, "op": ">=", "bound": 0}]
+    rules = [
+        {"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1.5},
+        {"terms": {"a": 2, "b": -1}, "op": ">=", "bound": 0},
+    ]
     api.create(name, SPACE, policy="turbo", failures="avoid", parameter_constraints=rules)
     open_page(page, server.url, f"#/study/{name}", view="study")
     meta = page.locator("#meta").inner_text()
