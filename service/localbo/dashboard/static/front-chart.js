@@ -5,8 +5,10 @@
 
 import { COLORS, fit, fmt, horizontalGrid, lerp, niceTicks, padRange, prepare, unit } from "./charts.js";
 
-const FADED = "rgba(0, 114, 178, 0.4)";
-const SHADE = "rgba(0, 114, 178, 0.08)";
+// the front's hue (COLORS.lines[0], the colour scheme's), faded for the dominated marks and the shaded volume:
+// a fixed dark blue vanished on the dark scheme's panels
+const FADED_ALPHA = 0.65;
+const SHADE_ALPHA = 0.1;
 
 // padded; finite over any finite values (-1e308 .. 1e308: spans on halves, charts.js)
 function range(values) {
@@ -85,7 +87,8 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
   const beats = (p) => ref && (minimise[0] ? p.x < ref[0] : p.x > ref[0]) && (minimise[1] ? p.y < ref[1] : p.y > ref[1]);
   const counted = stairs.filter(beats);
   if (counted.length) {
-    ctx.fillStyle = SHADE;
+    ctx.fillStyle = COLORS.lines[0];
+    ctx.globalAlpha = SHADE_ALPHA;
     ctx.beginPath();
     ctx.moveTo(sx(counted[0].x), sy(ref[1]));
     counted.forEach((p, k) => {
@@ -96,10 +99,12 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
     ctx.lineTo(sx(ref[0]), sy(ref[1]));
     ctx.closePath();
     ctx.fill();
+    ctx.globalAlpha = 1;
   }
   // the dominated trials, faded; the infeasible ones hollow
   const size = points.length > 2000 ? 3 : 6;
-  ctx.fillStyle = FADED;
+  ctx.fillStyle = COLORS.lines[0];
+  ctx.globalAlpha = FADED_ALPHA;
   ctx.beginPath();
   const hollow = new Path2D();
   for (const p of points) {
@@ -108,6 +113,7 @@ export function drawFront(canvas, { points, labels, minimise, ref = null, refLab
     else ctx.rect(sx(p.x) - size / 2, sy(p.y) - size / 2, size, size);
   }
   ctx.fill();
+  ctx.globalAlpha = 1;
   ctx.strokeStyle = COLORS.infeasible;
   ctx.lineWidth = 1.5;
   ctx.stroke(hollow);

@@ -23,11 +23,16 @@ export function drawConstraint(canvas, data, c) {
     if (v > hi) hi = v;
   }
   if (hi === lo) [lo, hi] = padRange(lo, hi);
+  // the side past the bound keeps a fifth of the height, so the shading (and a point just past it) shows
+  const room = (hi / 2 - lo / 2) * 0.5;
+  if (c.op === ">=") lo = Math.min(lo, c.bound - room);
+  else hi = Math.max(hi, c.bound + room);
   [lo, hi] = padRange(lo, hi, 0.06); // finite over any finite values
   const xmax = Math.max(n, 1);
   const sx = (k) => box.l + ((k - 0.5) / xmax) * (box.r - box.l);
   const sy = (v) => box.b - unit(v, lo, hi) * (box.b - box.t);
-  const yTicks = niceTicks(lo, hi, 4);
+  let yTicks = niceTicks(lo, hi, 4);
+  if (yTicks.length < 2) yTicks = niceTicks(lo, hi, 8); // one tick is no scale
   horizontalGrid(ctx, box, yTicks, sy);
   // the side past the bound, shaded
   const yb = sy(c.bound);
