@@ -212,6 +212,9 @@ def test_two_objectives_draw_the_front_the_hypervolume_the_trade_offs_and_brushi
         assert page.get_by_test_id("trial-front").inner_text() == place
     roles = page.get_by_test_id("trial-metrics").locator("tbody tr td:nth-child(3)").all_inner_texts()
     assert roles == ["objective 1 of 2 (maximise)", "objective 2 of 2 (minimise)"]
+    heads = page.get_by_test_id("trial-metrics").locator("thead th").all_inner_texts()
+    assert heads == ["metric", "value", "role"], heads  # no outcome constraints: no bound columns
+    assert page.get_by_test_id("trial-client").inner_text() == "no client"  # as the timeline names it
     assert axe_violations(page) == []
 
     assert asked(page, f"/studies/{name}/pareto"), "the study and trial pages read the front"

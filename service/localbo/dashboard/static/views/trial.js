@@ -11,6 +11,7 @@ import { dateTime, exact, fmt, meets, opText, relative, toMs } from "../format.j
 import { ready, setLive } from "../shell.js";
 import { directionWord, several } from "../objectives.js";
 import { sourceBadge } from "../source.js";
+import { NO_CLIENT } from "../lanes.js";
 import { attrsTable } from "../attrs.js";
 import { mayWrite, noteForm, noteText, saveTrialNote, wireNoteForm } from "../notes.js";
 
@@ -37,8 +38,11 @@ function metricRows(t, study) {
   const constraints = study?.constraints ?? [];
   const named = new Set([...objectives, ...constraints].map((m) => m.metric));
   const value = (metric) => (metric in values ? precise(values[metric]) : "–");
+  const bounds = constraints.length > 0; // a study without outcome constraints has no bound columns
   const row = (metric, role, bound, status) =>
-    html`<tr data-testid="metric" data-metric="${metric}"><td>${metric}</td><td class="num" data-testid="metric-value">${value(metric)}</td><td>${role}</td><td class="num" data-testid="metric-bound">${bound}</td><td data-testid="metric-status">${status}</td></tr>`;
+    html`<tr data-testid="metric" data-metric="${metric}"><td>${metric}</td><td class="num" data-testid="metric-value">${value(metric)}</td><td>${role}</td>${
+      bounds ? html`<td class="num" data-testid="metric-bound">${bound}</td><td data-testid="metric-status">${status}</td>` : ""
+    }</tr>`;
   return [
     ...objectives.map((o, k) =>
       row(o.metric, objectives.length > 1 ? `objective ${k + 1} of ${objectives.length} (${directionWord(o.direction)})` : `objective (${directionWord(o.direction)})`, "", ""),
@@ -116,7 +120,7 @@ export const trialView = {
             ${t.reason ? row("failure reason", html`<div class="reason-full">${t.reason}</div>`, "trial-reason") : ""}
             ${t.candidate !== null && t.candidate !== undefined ? row("candidate", t.candidate, "trial-candidate") : ""}
             ${row("source", sourceBadge(t.source), "trial-source")}
-            ${row("client", t.client_id ?? "unknown", "trial-client")}
+            ${row("client", t.client_id ?? NO_CLIENT, "trial-client")}
             ${row("asked", dateTime(t.created_at), "trial-created")}
             ${row("finished", t.completed_at ? dateTime(t.completed_at) : "not yet", "trial-completed")}
             ${row("lease", t.lease_expires_at ? html`${dateTime(t.lease_expires_at)} <span class="dim">(${relative(t.lease_expires_at)})</span>` : "–", "trial-lease")}
@@ -129,7 +133,9 @@ export const trialView = {
         </div>${
           hasMetrics
             ? html`<section class="panel" aria-labelledby="trial-metrics-title"><h2 id="trial-metrics-title">Metrics</h2>
-          <div class="scroll"><table class="grid compact" data-testid="trial-metrics"><thead><tr><th scope="col">metric</th><th scope="col" class="num">value</th><th scope="col">role</th><th scope="col" class="num">bound</th><th scope="col">bound met</th></tr></thead>
+          <div class="scroll"><table class="grid compact" data-testid="trial-metrics"><thead><tr><th scope="col">metric</th><th scope="col" class="num">value</th><th scope="col">role</th>${
+            study?.constraints?.length ? html`<th scope="col" class="num">bound</th><th scope="col">bound met</th>` : ""
+          }</tr></thead>
           <tbody>${metricRows(t, study)}</tbody></table></div>
           ${t.values ? "" : html`<p class="dim" data-testid="metrics-none">${t.state === "failed" ? "A failed trial carries no metrics." : "No metrics told yet."}</p>`}
         </section>`
