@@ -387,12 +387,14 @@ def test_same_seed_same_points_and_the_global_rng_untouched(name: str) -> None:
     X = sample(P, 8, torch.Generator().manual_seed(0))
     failed = sample(P, 2, torch.Generator().manual_seed(1))
     cfg = config(name, samples_per_iteration=2)
+    C = ball(X)
+    C[0, 0] = -0.1  # safe mode starts at a feasible result (with none, nothing is known safe: it refuses)
 
     def calls() -> list[Suggestion]:
         policy, out, state = get_policy(name)(), [], None
         for pending in (None, None, X[:1]):
             made = request(
-                name, X, quadratic(X), C=ball(X), polytope=P, X_failed=failed, delta=0.2, pending=pending,
+                name, X, quadratic(X), C=C, polytope=P, X_failed=failed, delta=0.2, pending=pending,
                 state=state, config=cfg, seed=3, count=2,
             )  # fmt: skip
             out.append(policy.suggest(made))

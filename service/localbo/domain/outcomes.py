@@ -69,8 +69,10 @@ class OutcomeConstraint(_Strict):
     bound: Finite = Field(description="The limit, in the metric's units")
 
     def violation(self, value: float) -> float:
-        """How far ``value`` is past the bound (<= 0: satisfied)."""
-        return self.bound - value if self.op == ">=" else value - self.bound
+        """How far ``value`` is past the bound (<= 0: satisfied), within +-1e300: a value near the double range
+        minus a bound near the other end overflows to inf, which the constraint models cannot fit."""
+        past = self.bound - value if self.op == ">=" else value - self.bound
+        return max(-1e300, min(1e300, past))
 
 
 class ParameterConstraint(_Strict):

@@ -230,10 +230,13 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             hypers = gp.to_state(self._fit(data, config, None, _seed(request.seed, 0, 0))) if n else None
             if demands is None:
                 return self._iteration(request, data, state, 0, x_t, hypers, {"event": "start"})
-            if config.x0 is None and demands.delta is not None:  # safe mode: from the safest result
+            # safe mode: from x0 (the engine's first seed) unless a result there broke a limit, else the best
+            # feasible result; with neither nothing is known safe (the engine's safe fallback or 409 follows)
+            if demands.delta is not None and (config.x0 is None or demands.shown_unsafe(x_t, data.X)):
                 known = demands.safe_start(data.X, data.y)
-                if known is None:  # the engine starts a safe study at a seed (x0) or at completed results
-                    raise PolicyError("safe mode: no x0 and no completed point; nothing is known safe")
+                if known is None:
+                    why = "no x0 known safe and no feasible completed point: nothing is known safe"
+                    raise PolicyError(f"safe mode: {why}")
                 x_t = known
             x_t = demands.start(x_t)
             first = self._constraints(request, data, demands, state, 0, fit=True)

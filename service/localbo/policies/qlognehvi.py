@@ -28,6 +28,8 @@ BoTorch's baseline pruning is off: it draws its sampler's seed from torch's glob
 
 from __future__ import annotations
 
+import math
+
 import torch
 from botorch.models import ModelListGP
 from pydantic import Field
@@ -132,12 +134,17 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         else:
             ref = infer_reference_point(Y[ok] if bool(ok.any()) else Y)
 
+        # values past 1e100 (a lab's sentinel of 1e300) square past the double range in the posterior's covariance:
+        # the models and the acquisition see each objective divided by its size (the argmax is the same)
+        size_y = torch.maximum(Y.abs().amax(0), ref.abs())
+        scale = torch.where(size_y > 1e100, size_y, torch.ones_like(size_y))
+        Ys, ref_s = Y / scale, ref / scale
         g = request.generator
         warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k else [None] * k
         warm_c: list[Hypers | None] = list(state.constraint_hypers) if len(state.constraint_hypers) == m else [None] * m
         floor = config.noise_floor
         objectives = [
-            fit_model(X, Y[:, j], "matern52", warm[j], device=dev, generator=g, noise_floor=floor) for j in range(k)
+            fit_model(X, Ys[:, j], "matern52", warm[j], device=dev, generator=g, noise_floor=floor) for j in range(k)
         ]
         size = typical_size(C) if C is not None else torch.ones(0, dtype=torch.float64)
         constraints = [
@@ -148,7 +155,7 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         like = objectives[0].train_inputs[0]  # the models' device and dtype
         settings = SearchSettings(config.num_restarts, config.raw_samples, config.mc_samples, config.maxiter)
         pending = request.X_pending.detach().reshape(-1, d)
-        acq = log_nehvi(ModelListGP(*objectives, *constraints), X.to(like), pending, ref, k, m, settings, g)
+        acq = log_nehvi(ModelListGP(*objectives, *constraints), X.to(like), pending, ref_s, k, m, settings, g)
         points, value = maximise(acq, q, unit_bounds(d).to(like), request.polytope, settings, g)
         front = pareto_front(Y, C) & (Y < ref).all(-1)
         new = state.model_copy(
@@ -156,10 +163,15 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
                 "n": n,
                 "hypers": [to_state(model) for model in objectives],
                 "constraint_hypers": [to_state(model) for model in constraints],
-                "hypervolume": hypervolume(Y[front], ref) if bool(front.any()) else 0.0,
+                "hypervolume": _finite_or_none(hypervolume(Y[front], ref)) if bool(front.any()) else 0.0,
                 "front_size": int(front.sum()),
                 "reference_point": ref.tolist(),
                 "acquisition": value,
             }
         )
         return Suggestion(X=points.to(dev), state=new)
+
+
+def _finite_or_none(value: float) -> float | None:
+    """A volume past the double range (objectives near 1e300) has no number: None, as the study's summary says."""
+    return value if math.isfinite(value) else None

@@ -68,7 +68,7 @@ def chebyshev(Y: Tensor, weights: Tensor, rho: float = RHO) -> Tensor:
     if Y.shape[0] == 0:
         return Y.new_zeros(0)
     low, high = Y.min(0).values, Y.max(0).values
-    width = high - low
-    scaled = torch.where(width > 0, (Y - low) / width.clamp_min(1e-300), torch.zeros_like(Y))
+    width = high / 2 - low / 2  # halves: values near +-1.8e308 overflowed high - low (inf / inf: NaN)
+    scaled = torch.where(width > 0, (Y / 2 - low / 2) / width.clamp_min(1e-300), torch.zeros_like(Y))
     w = weights.to(Y)
     return (w * scaled).max(-1).values + rho * (w * scaled).sum(-1)
