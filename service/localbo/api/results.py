@@ -3,7 +3,7 @@ public contract's result shapes, beside ``schemas.py``'s requests and records. E
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +11,12 @@ from localbo.api.examples import TRIAL_EXAMPLE
 from localbo.api.schemas import Params
 from localbo.api.trial_schemas import TrialOut
 from localbo.domain.outcomes import Objective
+
+# what the analysis models: the trials' value, which is the (first) objective's
+ModelledMetric = Annotated[
+    str | None,
+    Field(description="The metric modelled: the objective's (with several, the first's); null: the unnamed value"),
+]
 
 
 class ImportanceOut(BaseModel):
@@ -43,11 +49,7 @@ class ImportanceOut(BaseModel):
     forest_method: str = Field(description="How the forest shares were computed")
     n_complete: int = Field(description="Completed trials of the study")
     note: str = Field(description="Which trials fed the fits, or why there are no shares")
-    objective: str | None = Field(
-        default=None,
-        description="The metric the shares are of: the objective's (with several, the first's); null for the one "
-        "unnamed value",
-    )
+    objective: ModelledMetric = None
 
 
 class SurfaceOut(BaseModel):
@@ -93,11 +95,7 @@ class SurfaceOut(BaseModel):
         description="centre: the policy's current centre (its display's); best: the best (feasible) trial by the "
         "objective the mean is of",
     )
-    objective: str | None = Field(
-        default=None,
-        description="The metric the mean is of: the objective's (with several, the first's); null for the one "
-        "unnamed value",
-    )
+    objective: ModelledMetric = None
     model: str | None = Field(default=None, description="The GP and the trials it was fitted to")
 
 
