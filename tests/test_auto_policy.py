@@ -87,6 +87,23 @@ def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> N
 
 
 @pytest.mark.usefixtures("one_torch_thread")
+def test_a_local_choice_on_results_told_before_the_first_starts_at_the_best_of_them() -> None:
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(GLOBAL_MAX_N, 2, generator=g, dtype=torch.float64)
+    y = (X - 0.3).pow(2).sum(-1)
+    out = Auto().suggest(make_request("auto", X, y))  # a fresh state: the results were added, never asked
+    assert out.state.chosen == "minucb" and out.state.x0 == X[int(y.argmin())].tolist()
+
+
+def test_several_objectives_with_failures_say_why_the_scalarised_policy_stays() -> None:
+    from localbo.policies.auto import choose
+
+    name, why = choose("continuous", 8, frozenset({"objectives", "failures"}), 100)
+    assert name == "minucb" and "morbo from" not in why and "qlognehvi and morbo do not serve failures" in why
+    assert "morbo from 40 results" in choose("continuous", 8, frozenset({"objectives"}), 10)[1]
+
+
+@pytest.mark.usefixtures("one_torch_thread")
 def test_several_objectives_switch_from_minucb_to_morbo_moving_two_coordinates_on_the_front() -> None:
     d = 6
     g = torch.Generator().manual_seed(1)
@@ -175,7 +192,10 @@ def test_a_stored_study_of_two_objectives_hands_its_front_to_morbo_at_5_d_result
     ("body", "field", "words"),
     [
         ({"policy_config": {"configs": {"nope": {}}}}, "policy_config.configs", ["unknown policy 'nope'"]),
-        ({"policy_config": {"configs": {"ei": {"candidates": 1}}}}, "policy_config.configs", ["candidates"]),
+        ({"policy_config": {"configs": {"ei": {"candidates": 1}}}}, "policy_config.configs.ei.candidates", []),
+        # each setting checked as its policy's own at creation (x0 of the wrong length failed every suggest)
+        ({"policy_config": {"configs": {"minucb": {"x0": [0.5]}}}}, "policy_config.configs.minucb.x0", ["3 values"]),
+        ({"policy_config": {"configs": {"minucb": {"beta": 1e300}}}}, "policy_config.configs.minucb.beta", []),
         (
             {"space": MIXED,
              "constraints": [{"metric": "p", "op": ">=", "bound": 0}], "objectives": [{"metric": "v"}],

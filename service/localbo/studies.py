@@ -87,13 +87,21 @@ def validate_policy(policy: str, config: dict[str, Any] | None, dim: int, kind: 
         problem = _config_number_problem(dumped)
         if problem is not None:
             raise InvalidInput(*problem)
-        return dumped
     except PolicyConfigError as exc:
         raise InvalidInput(exc.field, str(exc).split(": ", 1)[-1]) from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise InvalidInput(f"policy_config.{where}" if where else "policy_config", err["msg"]) from None
+        message = err["msg"].removeprefix("Value error, ")
+        raise InvalidInput(f"policy_config.{where}" if where else "policy_config", message) from None
+    for name, raw in (dumped.get("configs") or {}).items() if policy == "auto" else ():
+        try:  # each setting auto may run is checked as that policy's own would be, named under configs.<name>
+            validate_policy(name, raw, dim, kind)
+        except InvalidInput as exc:
+            inner = exc.field.removeprefix("policy_config").lstrip(".")
+            where = f"policy_config.configs.{name}" + (f".{inner}" if inner else "")
+            raise InvalidInput(where, str(exc).split(": ", 1)[-1]) from None
+    return dumped
 
 
 def parse_outcomes(

@@ -103,16 +103,24 @@ def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: 
                         f"suggest beyond {CHAINING_MAX_CANDIDATES})")]  # fmt: skip
     if "objectives" in needs:
         out = []
+        policies = registry()
+        served = lambda name: needs <= policies[name].handles  # noqa: E731
         if dim <= MO_GLOBAL_MAX_DIM or kind == "categorical":
             out.append(("qlognehvi", f"several objectives, {dim} coordinates: global qLogNEHVI (a global GP led the "
                                      "local regions at d 5, results/multiobjective.md)"))  # fmt: skip
         if dim > MO_GLOBAL_MAX_DIM and n >= MO_SPREAD_PER_DIM * dim:
             out.append(("morbo", f"several objectives, {n} results past {MO_SPREAD_PER_DIM} d = "
-                                 f"{MO_SPREAD_PER_DIM * dim}: morbo's regions on the front minucb reached, candidates "
-                                 "moving 2 coordinates, spread it (results/multiobjective_findings.md)"))  # fmt: skip
-        then = f"; morbo from {MO_SPREAD_PER_DIM * dim} results" if dim > MO_GLOBAL_MAX_DIM else ""
+                                 f"{MO_SPREAD_PER_DIM * dim}: morbo's regions on the front of the results so far, "
+                                 "candidates moving 2 coordinates, spread it "
+                                 "(results/multiobjective_findings.md)"))  # fmt: skip
+        then = f"; morbo from {MO_SPREAD_PER_DIM * dim} results" if dim > MO_GLOBAL_MAX_DIM and served("morbo") else ""
+        unserved = [p for p in ("qlognehvi", "morbo") if not served(p)]
+        besides = needs - {"objectives", "constraints", "parameter_constraints"}
+        what = " and ".join(sorted({"failures": "failures to avoid", "safety": "safe mode"}[c] for c in besides))
+        verb = "does" if len(unserved) == 1 else "do"
+        since = f" ({' and '.join(unserved)} {verb} not serve {what})" if unserved and besides else ""
         out.append(("minucb", f"several objectives, {dim} coordinates: minucb on ParEGO scalarisations (it reaches "
-                              f"the front first, results/multiobjective.md){then}"))  # fmt: skip
+                              f"the front first, results/multiobjective.md){then}{since}"))  # fmt: skip
         return out
     if "safety" in needs:
         return [("turbo", "safe mode: turbo's safe region (results/constrained.md)"),
@@ -158,12 +166,13 @@ class AutoConfig(PolicyConfig):
 
     @field_validator("configs")
     @classmethod
-    def _known_and_valid(cls, configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def _known(cls, configs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Names only: each setting is checked as its policy's own config at creation, its field named under
+        ``configs.<policy>`` (the service's ``validate_policy``)."""
         policies = registry()
-        for name, config in configs.items():
+        for name in configs:
             if name not in policies or name == Auto.name:
                 raise ValueError(f"unknown policy {name!r}; expected one of {sorted(set(policies) - {Auto.name})}")
-            policies[name].Config.model_validate(config)  # its own error names the key
         return configs
 
 
@@ -247,7 +256,7 @@ class Auto(Policy[AutoConfig, AutoState]):
         candidates = request.finite.size if request.finite is not None else 0
         name, why = choose(request.space.kind, request.dim, needs_of(request), n, candidates)
         if name != state.chosen:  # a fresh start of the new policy on all the data; a local one at the best point
-            x0 = request.X[int(request.y.argmin())].tolist() if n and state.chosen is not None else None
+            x0 = request.X[int(request.y.argmin())].tolist() if n else None  # (results told before the first choice)
             switches = [*state.switches, Switch(n=n, policy=name, why=why)][-MAX_SWITCHES:]
             state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches)
         policy = registry()[name]
