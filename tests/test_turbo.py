@@ -108,3 +108,20 @@ def test_an_api_loop_shrinks_the_box_around_the_minimum(api) -> None:  # noqa: A
     display = view["display"]
     assert display["phase"] == "trust region" and len(display["box"]["lower"]) == 3
     assert set(display["numbers"]) >= {"side length", "successes", "failures", "restarts"}
+
+
+@pytest.mark.parametrize(("name", "size"), [("turbo", 2 * 3), ("morbo", 2 * (3 + 1)), ("qlognehvi", 2 * (3 + 1))])
+def test_the_design_s_progress_is_against_its_size(name: str, size: int) -> None:
+    """The display read "k of k" whatever the design's size (its total was the points planned so far)."""
+    from localbo.policies import get_policy
+    from localbo.policies.requests import make_request
+
+    empty = torch.zeros(0, 3, dtype=torch.float64)
+    cls = get_policy(name)
+    request = make_request(name, empty, empty[:, 0], count=1)
+    if name != "turbo":
+        request = dataclasses.replace(request, Y=empty[:, :2], reference_point=torch.zeros(2, dtype=torch.float64))
+    out = cls().suggest(request)
+    shown = cls.display(out.state, request.config, 0)
+    assert shown is not None and shown.progress is not None
+    assert (shown.progress.done, shown.progress.total) == (out.X.shape[0], size)

@@ -154,7 +154,7 @@ class Morbo(Policy[MorboConfig, MorboState]):
         if state.feasible_share is not None:
             numbers["feasible share"] = round(state.feasible_share, 4)
         if not state.regions:
-            total = config.n_init or max(state.design_asked, 1)
+            total = config.n_init or state.design_size or max(state.design_asked, 1)
             progress = Progress(done=min(state.design_asked, total), total=total, label="design points planned")
             return Display(phase="initial design", progress=progress, numbers=numbers)
         numbers["restarts"] = sum(r.restarts for r in state.regions)
@@ -236,7 +236,8 @@ class Morbo(Policy[MorboConfig, MorboState]):
         """The study's Sobol design (inside the parameter constraints), the rest of it or at least ``q`` points."""
         k = max(q, n_init - state.design_asked)
         X = design(request.polytope, request.dim, request.seed % 2**31, state.design_asked, k).to(request.device)
-        return Suggestion(X=X, state=state.model_copy(update={"design_asked": state.design_asked + k}))
+        update = {"design_asked": state.design_asked + k, "design_size": n_init}
+        return Suggestion(X=X, state=state.model_copy(update=update))
 
     @staticmethod
     def _models(

@@ -71,6 +71,7 @@ class MorboState(PolicyState):
     regions: list[MorboRegion] = Field(default_factory=list)  # empty during the initial design
     counted: list[int] = Field(default_factory=list)  # trial numbers whose result was seen (sorted)
     design_asked: int = 0
+    design_size: int | None = None  # the design's size (n_init, else 2 (d + 1)): the display's progress against it
     hypers: list[Hypers] = Field(default_factory=list)  # the objectives' last GP fits
     constraint_hypers: list[Hypers] = Field(default_factory=list)  # the constraints' last GP fits
     tabu: list[Tabu] = Field(default_factory=list)

@@ -69,6 +69,7 @@ class QLogNEHVIConfig(PolicyConfig):
 class QLogNEHVIState(PolicyState):
     version = 1
     design_asked: int = 0
+    design_size: int | None = None  # the design's size (n_init, else 2 (d + 1)): the display's progress against it
     n: int = 0  # results seen by the last call
     hypers: list[Hypers] = Field(default_factory=list)  # the objectives' last fits
     constraint_hypers: list[Hypers] = Field(default_factory=list)  # the constraints' last fits
@@ -106,7 +107,7 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
             # the policies minimise: a maximised objective's bound shows negated (the study's own is in its summary)
             numbers["reference point, minimised"] = ", ".join(f"{v:.4g}" for v in state.reference_point)
         if not state.hypers:
-            total = config.n_init or max(state.design_asked, 1)
+            total = config.n_init or state.design_size or max(state.design_asked, 1)
             progress = Progress(done=min(state.design_asked, total), total=total, label="design points planned")
             return Display(phase="initial design", progress=progress, numbers=numbers)
         return Display(phase="model-based", numbers=numbers)
@@ -121,7 +122,8 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         if n < n_init or n < 2:
             k = max(q, n_init - state.design_asked)
             points = design(request.polytope, d, request.seed % 2**31, state.design_asked, k).to(dev)
-            return Suggestion(X=points, state=state.model_copy(update={"design_asked": state.design_asked + k}))
+            update = {"design_asked": state.design_asked + k, "design_size": n_init}
+            return Suggestion(X=points, state=state.model_copy(update=update))
         Y = (request.Y if request.Y is not None else request.y.reshape(-1, 1)).detach().to("cpu", torch.float64)
         Y = Y.reshape(n, -1)
         k = Y.shape[1]

@@ -195,7 +195,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
             numbers["failure model"] = failures.describe(state.n_failed, n_complete + state.n_failed)
         if region.best is None:
             n_init = config.n_init or 0
-            total = n_init or max(region.design_asked, 1)
+            total = n_init or region.design_size or max(region.design_asked, 1)
             progress = Progress(done=min(region.design_asked, total), total=total, label="design points planned")
             return Display(phase="initial design", progress=progress, numbers=numbers, objective_values=["region best"])
         box = Box(lower=region.lower, upper=region.upper) if region.lower and region.upper else None
@@ -330,7 +330,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         k = max(q, n_init - region.design_asked)
         seed = (request.seed + state.restarts) % 2**31
         X = design(request.polytope, request.dim, seed, region.design_asked, k).to(request.device)
-        region = region.model_copy(update={"design_asked": region.design_asked + k})
+        region = region.model_copy(update={"design_asked": region.design_asked + k, "design_size": n_init})
         return Suggestion(X=X, state=state.model_copy(update={"region": region, "counted": sorted(counted)}))
 
     @staticmethod

@@ -74,6 +74,7 @@ class Region(BaseModel):
     first_number: int = 1  # results of trials numbered below are not the region's
     excluded: list[list[float]] = Field(default_factory=list)  # points running at the restart: not its own either
     design_asked: int = 0  # design points handed out
+    design_size: int | None = None  # the design's size (n_init, else 2 d): the display's progress against it
     kept_lower: list[float] | None = None  # SCBO's restart: earlier results inside this box are the region's too
     kept_upper: list[float] | None = None
     lower: list[float] | None = None  # the box the last batch came from
