@@ -235,8 +235,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             if demands.delta is not None and (config.x0 is None or demands.shown_unsafe(x_t, data.X)):
                 known = demands.safe_start(data.X, data.y)
                 if known is None:
-                    why = "no x0 known safe and no feasible completed point: nothing is known safe"
-                    raise PolicyError(f"safe mode: {why}")
+                    raise PolicyError("safe mode: no x0 known safe, no feasible result: nothing is known safe")
                 x_t = known
             x_t = demands.start(x_t)
             first = self._constraints(request, data, demands, state, 0, fit=True)

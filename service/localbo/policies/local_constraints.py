@@ -129,25 +129,18 @@ class Demands:
         return cls(C, polytope, None if X_failed is None else X_failed.to(dev), delta)
 
     def safe_start(self, X: Tensor, y: Tensor) -> Tensor | None:
-        """Safe mode's x_0 when the config names none (or names one shown unsafe): the best result that satisfies
-        every outcome constraint; None when none does (nothing is known safe: the engine asks its safest known
-        point or answers 409)."""
-        if X.shape[0] == 0:
-            return None
-        if self.C is None or self.C.shape[0] != X.shape[0]:
-            return X[int(y.argmin())]
+        """Safe mode's x_0 when the config names none (or one shown unsafe): the best result that satisfies every
+        outcome constraint; None when none does (nothing is known safe: the engine's safe fallback or 409)."""
+        if X.shape[0] == 0 or self.C is None or self.C.shape[0] != X.shape[0]:
+            return X[int(y.argmin())] if X.shape[0] else None
         feasible = self.C.amax(-1) <= 0  # the largest violation of each row (<= 0: feasible)
-        if bool(feasible.any()):
-            return X[int(torch.where(feasible, y, torch.full_like(y, math.inf)).argmin())]
-        return None
+        return X[int(torch.where(feasible, y, torch.full_like(y, math.inf)).argmin())] if feasible.any() else None
 
     def shown_unsafe(self, x: Tensor, X: Tensor) -> bool:
         """Whether a result at ``x`` broke an outcome constraint, or a trial failed there (failures avoided)."""
-        at = (X - x).abs().amax(-1) <= 1e-9 if X.shape[0] else torch.zeros(0, dtype=torch.bool)
-        C = self.C
+        at, C = (X - x).abs().amax(-1) <= 1e-9, self.C
         broke = C is not None and C.shape[0] == X.shape[0] and bool((at & (C.amax(-1) > 0)).any())
-        failed = self.X_failed is not None and bool(((self.X_failed - x).abs().amax(-1) <= 1e-9).any())
-        return broke or failed
+        return broke or (self.X_failed is not None and bool(((self.X_failed - x).abs().amax(-1) <= 1e-9).any()))
 
     def start(self, x0: Tensor) -> Tensor:
         """x_0 inside the polytope: itself if it is, else its nearest point of cube ∩ polytope (SLSQP from the

@@ -87,9 +87,8 @@ In safe mode (``request.max_violation_probability`` = delta) nothing is asked th
               limit, at 1 - delta / 4 6 %, at 1 - delta / 10 fewer again at a small cost in value, at / 20 a
               larger one (``constrained_findings.md``); and within SAFE_REACH lengthscales (each constraint GP's
               own) of a point observed feasible, as SafeOpt grows its safe set from the seeds
-    batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again if it was
-              observed feasible, else a PolicyError (the engine then asks the safest known point, or answers 409):
-              a point that broke a limit is never asked again. ``display`` shows the safe set's share.
+    batch:    SCBO's Thompson selection restricted to the safe set; when it is empty, the centre again if observed
+              feasible, else a PolicyError (never a point that broke a limit). ``display``: the safe set's share.
 
 With parameter constraints (``request.polytope``) the design is the Sobol sequence's points inside them (or
 hit-and-run samples, ``polytope.design``) and the candidates are hit-and-run samples of region ∩ polytope
