@@ -172,6 +172,20 @@ def test_outcome_specs_that_cannot_be_served_are_refused(api: Any, fields: dict,
     assert api.get(f"{API}/{name}").status_code == 404
 
 
+def test_a_study_stored_before_a_creation_check_still_loads(api: Any) -> None:
+    """Metric names of spaces only are refused at creation; one stored before that check still reads and tells."""
+    from localbo.storage import repository as repo
+    from sqlalchemy import update
+
+    name = create(api, "turbo", objectives=[{"metric": "y"}], constraints=[{"metric": "p", "op": "<=", "bound": 1}])
+    with api.app.state.service.write.begin() as conn:
+        older = [{"metric": " ", "direction": "minimize"}]
+        conn.execute(update(repo.studies).where(repo.studies.c.name == name).values(objectives=older))
+    assert api.get(f"{API}/{name}").json()["objectives"] == older
+    told = api.post(f"{API}/{name}/trials", json={"params": {"a": 0.5, "b": 1}, "values": {" ": 0.3, "p": 0.5}})
+    assert told.status_code == 201, told.text
+
+
 def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can(api: Any) -> None:
     resp = api.post(API, json={"name": unique(), "space": SPACE, "policy": "mpd"} | REACTOR)
     refused(resp, "constraints", "mpd", "turbo", "minucb")

@@ -30,15 +30,7 @@ if TYPE_CHECKING:
     from localbo.policies.base import Polytope
 
 
-def _visible(name: str) -> str:
-    if not name.strip():
-        raise ValueError("a name of spaces only: expected at least one visible character")
-    return name
-
-
-MetricName = Annotated[
-    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$"), AfterValidator(_visible)
-]
+MetricName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")]
 
 
 def _within_range(value: float) -> float:
@@ -132,6 +124,11 @@ class Outcomes:
         if len(self.objectives) > MAX_OBJECTIVES:
             raise InvalidInput("objectives", f"expected 1 to {MAX_OBJECTIVES} objectives, got {len(self.objectives)}")
         names = [o.metric for o in self.objectives]
+        # at creation only (a study stored before the check still loads): a name of spaces shows nothing
+        for field, metrics in (("objectives", names), ("constraints", [c.metric for c in self.constraints])):
+            for i, name in enumerate(metrics):
+                if not name.strip():
+                    raise InvalidInput(f"{field}.{i}.metric", "a name of spaces only: expected a visible character")
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise InvalidInput(f"objectives.{i}.metric", f"{name!r} is objectives.{names.index(name)} already")
