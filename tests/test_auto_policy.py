@@ -103,6 +103,19 @@ def test_several_objectives_with_failures_say_why_the_scalarised_policy_stays() 
     assert "morbo from 40 results" in choose("continuous", 8, frozenset({"objectives"}), 10)[1]
 
 
+def test_morbo_after_sets_when_several_objectives_hand_the_front_to_morbo() -> None:
+    from localbo.policies.auto import choose
+
+    objectives = frozenset({"objectives"})
+    assert choose("continuous", 12, objectives, 36)[0] == "minucb"  # the default: 5 d = 60 results
+    name, why = choose("continuous", 12, objectives, 36, spread=3)
+    assert name == "morbo" and "past 3 d = 36" in why
+    assert "morbo from 30 results" in choose("continuous", 12, objectives, 10, spread=2.5)[1]
+    assert Auto.Config().morbo_after == 5 and Auto.Config(morbo_after=2.5).morbo_after == 2.5
+    with pytest.raises(ValueError, match="morbo_after"):
+        Auto.Config(morbo_after=-1)
+
+
 @pytest.mark.usefixtures("one_torch_thread")
 def test_several_objectives_switch_from_minucb_to_morbo_moving_two_coordinates_on_the_front() -> None:
     d = 6

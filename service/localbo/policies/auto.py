@@ -39,6 +39,7 @@ shows the chosen policy's display with "auto: chose" and "auto: why" added.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
@@ -87,8 +88,11 @@ def needs_of(request: SuggestRequest[Any, Any]) -> frozenset[str]:
     return frozenset(name for name, needed in needs.items() if needed)
 
 
-def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: int) -> list[tuple[str, str]]:
-    """The policies in the order ``auto`` prefers them for this study, each with why (module docstring)."""
+def preferences(
+    kind: str, dim: int, needs: frozenset[str], n: int, candidates: int, spread: float = MO_SPREAD_PER_DIM
+) -> list[tuple[str, str]]:
+    """The policies in the order ``auto`` prefers them for this study, each with why (module docstring); ``spread``:
+    several objectives beyond MO_GLOBAL_MAX_DIM, morbo from ``spread`` d results on."""
     if kind == "finite":
         if "objectives" in needs:
             return [("random", "a finite space with several objectives: no model policy serves them there")]
@@ -108,12 +112,13 @@ def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: 
         if dim <= MO_GLOBAL_MAX_DIM or kind == "categorical":
             out.append(("qlognehvi", f"several objectives, {dim} coordinates: global qLogNEHVI (a global GP led the "
                                      "local regions at d 5, results/multiobjective.md)"))  # fmt: skip
-        if dim > MO_GLOBAL_MAX_DIM and n >= MO_SPREAD_PER_DIM * dim:
-            out.append(("morbo", f"several objectives, {n} results past {MO_SPREAD_PER_DIM} d = "
-                                 f"{MO_SPREAD_PER_DIM * dim}: morbo's regions on the front of the results so far, "
+        switch = math.ceil(spread * dim)
+        if dim > MO_GLOBAL_MAX_DIM and n >= switch:
+            out.append(("morbo", f"several objectives, {n} results past {spread:g} d = "
+                                 f"{switch}: morbo's regions on the front of the results so far, "
                                  "candidates moving 2 coordinates, spread it "
                                  "(results/multiobjective_findings.md)"))  # fmt: skip
-        then = f"; morbo from {MO_SPREAD_PER_DIM * dim} results" if dim > MO_GLOBAL_MAX_DIM and served("morbo") else ""
+        then = f"; morbo from {switch} results" if dim > MO_GLOBAL_MAX_DIM and served("morbo") else ""
         unserved = [p for p in ("qlognehvi", "morbo") if not served(p)]
         besides = needs - {"objectives", "constraints", "parameter_constraints"}
         what = " and ".join(sorted({"failures": "failures to avoid", "safety": "safe mode"}[c] for c in besides))
@@ -142,10 +147,12 @@ def preferences(kind: str, dim: int, needs: frozenset[str], n: int, candidates: 
                        "GPSampler and TPE; the cheapest local policy)")]  # fmt: skip
 
 
-def choose(kind: str, dim: int, needs: frozenset[str], n: int = 0, candidates: int = 0) -> tuple[str, str]:
+def choose(
+    kind: str, dim: int, needs: frozenset[str], n: int = 0, candidates: int = 0, spread: float = MO_SPREAD_PER_DIM
+) -> tuple[str, str]:
     """The first preference that serves the study (its space kind and every need), or a PolicyConfigError."""
     policies = registry()
-    for name, why in preferences(kind, dim, needs, n, candidates):
+    for name, why in preferences(kind, dim, needs, n, candidates, spread):
         cls = policies[name]
         if kind in cls.spaces and needs <= cls.handles:
             return name, why
@@ -162,6 +169,13 @@ class AutoConfig(PolicyConfig):
     configs: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description='Settings for the policies auto may choose, by name: {"minucb": {"beta": 2.0}}',
+    )
+    morbo_after: float = Field(
+        default=MO_SPREAD_PER_DIM,
+        ge=0.0,
+        le=1000.0,
+        description=f"Several objectives beyond {MO_GLOBAL_MAX_DIM} coordinates: minucb until this many results "
+        "per coordinate (results/multiobjective_findings.md), then morbo",
     )
 
     @field_validator("configs")
@@ -254,7 +268,8 @@ class Auto(Policy[AutoConfig, AutoState]):
         state = state_as(request.state, AutoState)
         n = int(request.X.shape[0])
         candidates = request.finite.size if request.finite is not None else 0
-        name, why = choose(request.space.kind, request.dim, needs_of(request), n, candidates)
+        kind, needs = request.space.kind, needs_of(request)
+        name, why = choose(kind, request.dim, needs, n, candidates, request.config.morbo_after)
         if name != state.chosen:  # a fresh start of the new policy on all the data; a local one at the best point
             x0 = request.X[int(request.y.argmin())].tolist() if n else None  # (results told before the first choice)
             switches = [*state.switches, Switch(n=n, policy=name, why=why)][-MAX_SWITCHES:]
