@@ -48,6 +48,7 @@ SOURCES = [
     # policy "auto", the default (issue 29): minucb with the warp at d = 25 to 100, as at the current code
     ("auto_batches_of_d", RESULTS / "league_runs"),
     ("auto_53c1d5a", RESULTS / "league_runs"),  # the same rule, rerun at 53c1d5a (2026-11-28): these replace the above
+    ("auto_f5dfb4b", RESULTS / "league_runs"),  # rerun at f5dfb4b (2026-12-02, after the GP fit change): replace the above
     ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
     ("mpd_d25", RESULTS / "league_runs"),  # MPD on Ackley-25 and Rosenbrock-25 (2026-11-28)
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer (3 seeds, d6aa2b2)
