@@ -48,13 +48,17 @@ SOURCES = [
     # policy "auto", the default (issue 29): minucb with the warp at d = 25 to 100, as at the current code
     ("auto_batches_of_d", RESULTS / "league_runs"),
     ("auto_53c1d5a", RESULTS / "league_runs"),  # the same rule, rerun at 53c1d5a (2026-11-28): these replace the above
-    ("auto_f5dfb4b", RESULTS / "league_runs"),  # rerun at f5dfb4b (2026-12-02, after the GP fit change): replace the above
+    ("auto_f5dfb4b", RESULTS / "league_runs"),  # rerun at f5dfb4b (after the GP fit change): these replace
     ("league_ax", RESULTS / "league_runs"),  # Ax's default generation strategy (issue 29)
     ("mpd_d25", RESULTS / "league_runs"),  # MPD on Ackley-25 and Rosenbrock-25 (2026-11-28)
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto"),  # auto on Swimmer (3 seeds, d6aa2b2)
     # Swimmer, every method but gpsampler and mpd at 5 seeds (the issue's count) at one commit: these replace the above
     ("mujoco", RESULTS / "league_runs" / "mujoco5"),
     ("mujoco", RESULTS / "league_runs" / "mujoco5_mpd"),  # MPD on Swimmer and Hopper, the same episode seeds
+    # issue 29's "every row at the current code" (2026-12-02, after the GP fit change of 06f7eb6): the local policies
+    # and auto on every synthetic objective and both MuJoCo tasks; these replace the rows above
+    ("local_f5dfb4b", RESULTS / "league_runs"),
+    ("mujoco", RESULTS / "league_runs" / "mujoco_1202"),
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
