@@ -305,6 +305,8 @@ def test_safe_mode_says_so_counts_its_violations_and_labels_the_seeds(server: Se
     )
     first = api.post(f"studies/{name}/ask", {"count": 2})["trials"]
     assert [t["source"] for t in first] == ["seed", "seed"]
+    # nothing measured yet: the policy can only ask a running seed again, and says so
+    assert [t["source"] for t in api.post(f"studies/{name}/ask", {"count": 1})["trials"]] == ["repeat-safe"]
     for trial, t_peak in zip(first, (400.0, 480.0), strict=True):  # the second seed broke the bound
         api.post(f"studies/{name}/trials/{trial['number']}/tell", {"values": {"yield": 0.4, "t_peak": t_peak}})
     # told from outside, over the bound: not safe mode's choice, so not its violation
@@ -317,12 +319,13 @@ def test_safe_mode_says_so_counts_its_violations_and_labels_the_seeds(server: Se
     assert "every constraint is predicted to hold with probability at least 0.95" in text, text
     assert line.get_by_test_id("safe-violations").inner_text() == "safe-mode violations: 1 of 2"
     assert "(1 told from outside not counted)" in text and line.get_by_test_id("safe-seeds").inner_text() == "2 seeds"
+    assert line.get_by_test_id("safe-repeats").inner_text().startswith("1 repeat (a known safe point asked again")
     sources = page.get_by_test_id("trials").get_by_test_id("source")
     labels = {
         int(n): s
         for n, s in sources.evaluate_all("b => b.map(e => [e.closest('tr').dataset.number, e.dataset.source])")
     }
-    assert labels == {1: "seed", 2: "seed", 3: "external"}
+    assert labels == {1: "seed", 2: "seed", 3: "repeat-safe", 4: "external"}
     assert page.get_by_test_id("trials").locator("tr[data-number='1'] [data-source=seed]").inner_text() == "seed"
     # the history's tooltip names the seed too
     page.locator("#history").focus()

@@ -14,6 +14,7 @@ import torch
 from conftest import unique
 from localbo.policies import get_policy
 from localbo.policies.requests import make_request
+from localbo.safety import label_repeats
 from test_constraints_api import API, SPACE, ask, refused
 
 SAFE = {
@@ -52,6 +53,30 @@ def test_the_seeds_are_asked_first_then_the_policy_asks_near_them(api: Any) -> N
     assert nxt["source"] == "turbo", nxt
     display = api.get(f"{API}/{name}/policy").json()["display"]
     assert "safe share of candidates" in display["numbers"]
+
+
+def test_a_policy_point_asked_before_says_it_is_a_repeat(api: Any) -> None:
+    """One seed, nothing measured: the policy can only ask the running seed again; the lab is told so."""
+    seeds = [{"a": 0.2, "b": 0.4}]
+    name = create(api, **SAFE, safety={"max_violation_probability": 0.05, "seeds": seeds}).json()["name"]
+    trials = ask(api, name, 3)
+    assert [t["source"] for t in trials] == ["seed", "repeat-safe", "repeat-safe"], trials
+    assert all(t["params"] == seeds[0] for t in trials)
+    assert api.get(f"{API}/{name}").json()["summary"]["n_fallback"] == 0, "the policy's points, not fallbacks"
+    for trial in trials:
+        told = {"yield": 0.2, "t_peak": 400.0 + trial["number"]}
+        assert api.post(f"{API}/{name}/trials/{trial['number']}/tell", json={"values": told}).status_code == 200
+    (nxt,) = ask(api, name)
+    assert nxt["source"] == "turbo" and nxt["params"] != seeds[0], nxt
+
+
+def test_repeats_are_points_asked_before_or_earlier_in_the_plan() -> None:
+    asked = [[0.2, 0.4], [0.5, 0.5]]
+    plan = [([0.5, 0.5], "turbo", None), ([0.1, 0.1], "turbo", None), ([0.1, 0.1 + 1e-12], "turbo", None),
+            ([0.1, 0.1 + 1e-6], "turbo", None)]  # fmt: skip
+    sources = [source for _, source, _ in label_repeats(plan, asked)]
+    assert sources == ["repeat-safe", "turbo", "repeat-safe", "turbo"]
+    assert label_repeats([], asked) == []
 
 
 def test_without_seeds_nothing_is_asked_until_a_feasible_trial_is_told(make_client: Any) -> None:
@@ -275,8 +300,10 @@ def test_a_local_policy_in_safe_mode_starts_at_the_first_seed(api: Any) -> None:
     assert first["source"] == "seed" and first["params"] == seed
     tell = {"values": {"yield": 0.2, "t_peak": 300.0}}
     assert api.post(f"{API}/{name}/trials/{first['number']}/tell", json=tell).status_code == 200
-    (nxt,) = ask(api, name)
-    assert nxt["source"] == "minucb", nxt
+    # minucb's first batch measures its iterate x_0, the seed, again (MinUCB's resample of x_t), then explores
+    again, explore = ask(api, name, 2)
+    assert (again["source"], again["params"]) == ("repeat-safe", seed), again
+    assert explore["source"] == "minucb" and explore["params"] != seed, explore
 
 
 def test_a_safe_turbo_region_that_collapses_restarts_on_all_the_data() -> None:

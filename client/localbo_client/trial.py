@@ -63,7 +63,8 @@ class Trial:
     """Why the trial failed (failed trials only): ``"thermocouple open"``."""
     source: str = ""
     """Where the point came from: the policy's name (its plan), ``fallback``, ``stale-retry``, ``external`` (an
-    ``add_trial``), or in safe mode ``seed`` and ``fallback-safe``."""
+    ``add_trial``), or in safe mode ``seed``, ``fallback-safe`` and ``repeat-safe`` (the policy asked a point asked
+    before again: a seed still running, or the seed a local policy starts from)."""
     lease_expires_at: datetime | None = None
     """Running trials: when the trial turns stale unless ``Study.heartbeat`` extends it."""
     candidate: str | None = None

@@ -11,12 +11,18 @@
   feasible trial with the widest margin to its bounds, each margin relative to its bound's size, among those that
   keep the parameter constraints), else the first seed not shown unsafe (told infeasible there, or failed there
   when failures are avoided); its source says so (``fallback-safe``). With none, a 409.
+- **A policy that asks a point asked before** (nothing measured yet but a running seed; turbo's observed centre
+  when no candidate is predicted safe; a local policy's first batch, which measures its x_0, the seed, again):
+  the point is the policy's, but the lab would measure the same safe point twice; its source says so
+  (``repeat-safe``), so a noise-free rig can skip it or wait for the running result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from localbo.domain.outcomes import LinearConstraints, Outcomes
 from localbo.domain.vocabulary import Source
@@ -27,6 +33,7 @@ from localbo.storage.plan_queue import PlanPoint
 SAFE_FALLBACK = Source.SAFE_FALLBACK.value
 TOLERANCE = 1e-9  # the parameter constraints' (Polytope.TOLERANCE), in the unit cube
 SEED = Source.SEED.value
+SAFE_REPEAT = Source.SAFE_REPEAT.value
 
 
 def seed_points(outcomes: Outcomes, space: SearchSpace | None, linear: LinearConstraints | None) -> list[list[float]]:
@@ -117,3 +124,19 @@ def safe_fallback(
     if x is None:
         raise nowhere_safe(name, linear)
     return [(list(x), SAFE_FALLBACK, None) for _ in range(k)]
+
+
+def label_repeats(points: list[PlanPoint], asked: Sequence[Sequence[float]]) -> list[PlanPoint]:
+    """The plan with each point asked before (``asked``: the completed and running trials' points) or earlier in the
+    plan relabelled ``repeat-safe``; the others as they are."""
+    if not points:
+        return []
+    seen = np.asarray([list(x) for x in asked], dtype=float).reshape(-1, len(points[0][0]))
+    out: list[PlanPoint] = []
+    for x, source, candidate in points:
+        row = np.asarray(x, dtype=float)
+        if seen.shape[0] and bool((np.abs(seen - row).max(axis=1) <= TOLERANCE).any()):
+            source = SAFE_REPEAT
+        seen = np.vstack([seen, row])
+        out.append((x, source, candidate))
+    return out

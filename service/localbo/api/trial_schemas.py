@@ -62,7 +62,7 @@ class TrialOut(BaseModel):
     reason: str | None = Field(description="Why the trial failed (failed trials only); null: none was given")
     source: str = Field(
         description="Where the point came from: the policy's name (its plan), fallback, stale-retry, external, "
-        "or in safe mode seed and fallback-safe"
+        "or in safe mode seed, fallback-safe and repeat-safe (the policy asked a known safe point again)"
     )
     client_id: str | None = Field(description="The evaluator that asked for it (the ask's client_id)")
     lease_expires_at: datetime | None = Field(

@@ -25,6 +25,7 @@ class Source(StrEnum):
     EXTERNAL = "external"  # told by a user, never asked
     SAFE_FALLBACK = "fallback-safe"  # safe mode, the policy failed or was late: the safest known point again
     SEED = "seed"  # safe mode: one of the study's seeds, known safe, asked first
+    SAFE_REPEAT = "repeat-safe"  # safe mode: the policy's point was asked before (measured again, or still running)
 
 
 FALLBACK_SOURCES = (Source.FALLBACK.value, Source.SAFE_FALLBACK.value)  # points the policy did not make

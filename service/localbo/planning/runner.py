@@ -24,7 +24,7 @@ from localbo.planning.fallback import fallback_points, mixed_seed
 from localbo.policies import PolicyConfig, SuggestRequest
 from localbo.policies.base import FiniteSpace, Polytope, SpaceStructure
 from localbo.policies.polytope import violation
-from localbo.safety import safe_fallback, safest_known
+from localbo.safety import label_repeats, safe_fallback, safest_known
 from localbo.storage.models import utcnow
 from localbo.storage.plan_queue import PlanPoint
 from localbo.study_handle import StudyHandle
@@ -90,6 +90,8 @@ class PolicyRunner:
             queue = self.queue_for(study, len(done))
             suggestion = self.executor.run(cls.name, request, queue, self.settings.policy_timeout_seconds, local=local)
             points = study.keep_integral(self.points(cls.name, space, suggestion, request, short))
+            if study.outcomes.safety is not None and space.candidates is None:  # the same safe point again: say so
+                points = label_repeats(points, [r.x for r in [*done, *pending]])
             metrics.policy_outcomes.labels(cls.name, "ok").inc()
             # when and on how many results the state was computed: the dashboard says how old what it shows is
             state = {**cls.dump_state(suggestion.state), "computed_at": utcnow().isoformat(), "results": len(done)}
