@@ -28,6 +28,12 @@ n <= N (beyond, an exact GP on every result takes minutes a suggest here):
 
     nice .venv/bin/python benchmarks/policy_compute_time.py --policies minucb,la-minucb,turbo,ei --dims 25 \
         --ns 500 2000 5000 --uncapped-up-to 2000 --threads 1 --out benchmarks/results/policy_compute_time_n.md
+
+Several objectives (``--objectives k``): DTLZ2 data, half of it on the front (``harness/cost_n.front_data``), the
+bounds ``max_data`` and ``max_baseline`` together:
+
+    nice .venv/bin/python benchmarks/policy_compute_time.py --policies qlognehvi --dims 5 --objectives 3 \
+        --ns 150 300 600 1200 --uncapped-up-to 600 --threads 1 --out benchmarks/results/policy_compute_time_mo.md
 """
 
 from __future__ import annotations
@@ -146,6 +152,7 @@ def main() -> None:
     parser.add_argument("--out", type=str, default=None, help="also write the table to this markdown file")
     parser.add_argument("--ns", type=int, nargs="+", default=None, help="cost against n: these numbers of results")
     parser.add_argument("--uncapped-up-to", type=int, default=0, help="with --ns: also max_data None up to this n")
+    parser.add_argument("--objectives", type=int, default=1, help="with --ns: several objectives (DTLZ2's data)")
     parser.add_argument("--smoke", action="store_true", help="tiny: d = 3, 30 observations")
     args = parser.parse_args()
     if args.smoke:
@@ -195,7 +202,7 @@ def main() -> None:
 def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) -> None:
     """The table of ``--ns``: one row per policy, d, n (and bound), CPU and wall seconds, and the ratio of the
     CPU seconds to those at the smallest n (the issue's goal: at most 2 at n = 5,000 against n = 500)."""
-    from harness.cost_n import gp_points, suggest_cost
+    from harness.cost_n import front_size, gp_points, suggest_cost
     from harness.runs import commit_of
 
     lines = [
@@ -206,27 +213,39 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
         f"`{' '.join(['benchmarks/policy_compute_time.py', *sys.argv[1:]])}`. One suggest after n results of "
         "data shaped like a local run (`harness/local_data.py`), the state from the suggest after n - 1 (warm); the "
         "CPU seconds are this process's (one thread: one quiet core's work even on a shared machine). `max_data`: "
-        "the policy's bound on its GP data (`-`: the policy has none; local policies fit a window of 5 d).",
+        "the policy's bound on its GP data (`-`: the policy has none; local policies fit a window of 5 d)"
+        + (
+            f". {args.objectives} objectives: DTLZ2's data, half of it on the front (`harness/cost_n.py`); `max_data` "
+            "shows the GPs' bound / the baseline's (`max_baseline`), `front` the Pareto front's size at n."
+            if args.objectives > 1
+            else "."
+        ),
         "",
-        "| policy | d | n | max_data | GP points | suggest, CPU s | wall s | CPU s / CPU s at the first n |",
-        "|---|---|---|---|---|---|---|---|",
+        "| policy | d | n | max_data | GP points | suggest, CPU s | wall s | CPU s / CPU s at the first n |"
+        + (" front |" if args.objectives > 1 else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if args.objectives > 1 else ""),
     ]
     print("\n".join(lines), flush=True)
     for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
         bounded = "max_data" in get_policy(policy).Config.model_fields
         for d in args.dims:
-            base = {"max_data": 30, **extra} if args.smoke and bounded else dict(extra)  # smoke: the bound bites
-            variants = [base] + ([{**base, "max_data": None}] if bounded and args.uncapped_up_to else [])
+            fields = get_policy(policy).Config.model_fields
+            caps = [name for name in ("max_data", "max_baseline") if name in fields]
+            base = {**{c: 30 for c in caps}, **extra} if args.smoke and bounded else dict(extra)  # smoke: bites
+            variants = [base] + ([{**base, **{c: None for c in caps}}] if bounded and args.uncapped_up_to else [])
             for config in variants:
                 first = None
                 for n in args.ns:
                     if config.get("max_data", 0) is None and n > args.uncapped_up_to:
                         continue
-                    r = suggest_cost(policy, d, n, config)
+                    r = suggest_cost(policy, d, n, config, args.objectives)
                     first = first or r["cpu"]
-                    cap = get_policy(policy).Config(**config).model_dump().get("max_data") if bounded else "-"
+                    dumped = get_policy(policy).Config(**config).model_dump()
+                    cap = " / ".join(str(dumped.get(c)) for c in caps) if bounded else "-"
                     row = (f"| {policy} | {d} | {n} | {cap} | {gp_points(policy, d, n, config)} | {r['cpu']:.2f} "
                            f"| {r['wall']:.2f} | {r['cpu'] / first:.2f} |")  # fmt: skip
+                    if args.objectives > 1:
+                        row += f" {front_size(d, n, args.objectives)} |"
                     print(row, flush=True)
                     lines.append(row)
     if args.out:
