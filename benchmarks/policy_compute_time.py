@@ -211,11 +211,12 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
         f"Written whole by `benchmarks/policy_compute_time.py` at commit {commit_of(Path(__file__).parent)}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, on {platform.node()} ({where}); command: "
         f"`{' '.join(['benchmarks/policy_compute_time.py', *sys.argv[1:]])}`. One suggest after n results of "
-        "data shaped like a local run (`harness/local_data.py`), the state from the suggest after n - 1 (warm); the "
+        + ("DTLZ2's data" if args.objectives > 1 else "data shaped like a local run (`harness/local_data.py`)")
+        + ", the state from the suggest after n - 1 (warm); the "
         "CPU seconds are this process's (one thread: one quiet core's work even on a shared machine). `max_data`: "
         "the policy's bound on its GP data (`-`: the policy has none; local policies fit a window of 5 d)"
         + (
-            f". {args.objectives} objectives: DTLZ2's data, half of it on the front (`harness/cost_n.py`); `max_data` "
+            f". {args.objectives} objectives: half the points on DTLZ2's front (`harness/cost_n.py`); `max_data` "
             "shows the GPs' bound / the baseline's (`max_baseline`), `front` the Pareto front's size at n."
             if args.objectives > 1
             else "."
