@@ -59,6 +59,10 @@ SOURCES = [
     # and auto on every synthetic objective and both MuJoCo tasks; these replace the rows above
     ("local_f5dfb4b", RESULTS / "league_runs"),
     ("mujoco", RESULTS / "league_runs" / "mujoco_1202"),
+    # and the peers at the same code (2026-12-02): turbo (ours), CMA-ES, TPE and random on the d = 25 objectives,
+    # CMA-ES, TPE and random on gp50 and gp100 (turbo there: 500-600 CPU s a run, left at its cut rows)
+    ("peers_1202_d25", RESULTS / "league_runs"),
+    ("peers_1202_d50_100", RESULTS / "league_runs"),
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
