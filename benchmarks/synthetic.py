@@ -107,7 +107,7 @@ def versions() -> str:
 
 def machine() -> str:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    where = f"{cpus} CPU core(s), {platform.processor() or platform.machine()}, {platform.platform()}"
+    where = f"{cpus} CPU core(s), {numerics.cpu_model()}, {platform.platform()}"
     return f"{where}; {numerics.describe()}"
 
 

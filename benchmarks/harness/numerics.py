@@ -49,3 +49,18 @@ def describe() -> str:
         parts.append(f"numpy without {os.environ['NPY_DISABLE_CPU_FEATURES']}")
     pinned = all(os.environ.get(name) for name in ("MKL_CBWR", "ATEN_CPU_CAPABILITY"))
     return f"numerics: {', '.join(parts)}{'' if pinned else ' (not pinned: native kernels)'}"
+
+
+def cpu_model() -> str:
+    """The host's CPU model as Linux names it ("Intel(R) Xeon(R) Processor"), else the machine type: a run's path can
+    differ between hosts even with pinned kernels, so a results file says which one it ran on."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -51,7 +51,9 @@ def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace, result
 def run_meta(script: str, smoke: bool, *, numerics: bool = False) -> dict[str, Any]:
     """When, where and at which commit the run was made, and the machine's load before it; with ``numerics``, the
     machine's description ends with the kernels the run's floating point took (``harness.numerics.describe``)."""
-    machine = platform.node() or platform.machine()
+    from harness.numerics import cpu_model
+
+    machine = f"{platform.node() or platform.machine()} ({cpu_model()})"
     if numerics:
         from harness.numerics import describe
 
