@@ -60,9 +60,10 @@ SOURCES = [
     ("local_f5dfb4b", RESULTS / "league_runs"),
     ("mujoco", RESULTS / "league_runs" / "mujoco_1202"),
     # and the peers at the same code (2026-12-02): turbo (ours), CMA-ES, TPE and random on the d = 25 objectives,
-    # CMA-ES, TPE and random on gp50 and gp100 (turbo there: 500-600 CPU s a run, left at its cut rows)
+    # CMA-ES, TPE and random on gp50 and gp100, and turbo there
     ("peers_1202_d25", RESULTS / "league_runs"),
     ("peers_1202_d50_100", RESULTS / "league_runs"),
+    ("turbo_1202_d50_100", RESULTS / "league_runs"),
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
