@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from localbo.domain.outcomes import LinearConstraints, Outcomes
 from localbo.domain.vocabulary import Source
 from localbo.errors import Conflict, InvalidInput
@@ -129,14 +127,11 @@ def safe_fallback(
 def label_repeats(points: list[PlanPoint], asked: Sequence[Sequence[float]]) -> list[PlanPoint]:
     """The plan with each point asked before (``asked``: the completed and running trials' points) or earlier in the
     plan relabelled ``repeat-safe``; the others as they are."""
-    if not points:
-        return []
-    seen = np.asarray([list(x) for x in asked], dtype=float).reshape(-1, len(points[0][0]))
+    seen = [list(x) for x in asked]
     out: list[PlanPoint] = []
     for x, source, candidate in points:
-        row = np.asarray(x, dtype=float)
-        if seen.shape[0] and bool((np.abs(seen - row).max(axis=1) <= TOLERANCE).any()):
+        if any(same_point(x, y) for y in seen):
             source = SAFE_REPEAT
-        seen = np.vstack([seen, row])
+        seen.append(list(x))
         out.append((x, source, candidate))
     return out
