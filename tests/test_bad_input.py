@@ -6,6 +6,8 @@ Every test runs on SQLite and on the real Postgres (the ``api`` / ``db_url`` fix
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -53,9 +55,29 @@ def snapshot(api: Any, name: str) -> dict[str, Any]:
     return {"study": study.json(), "trials": trials.json(), "export": export.json()}
 
 
+def settle(api: Any, name: str, timeout: float = 120.0) -> None:
+    """Wait until no background planning job of the study is under way in the in-process app (a plan started by an
+    earlier tell that lands during the block would change the study without the block's doing)."""
+    service = getattr(getattr(getattr(api, "app", None), "state", None), "service", None)
+    if service is None:  # a live server in another process
+        return
+    from localbo.storage import repository as repo
+
+    with service.db.begin() as conn:
+        study = repo.get_study(conn, name)
+    if study is None:
+        return
+    deadline = time.monotonic() + timeout
+    while (job := service.planner.jobs.running(study.id)) is not None and time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # a failing plan is the planner's to record; this only waits
+            job.result(timeout=max(0.0, deadline - time.monotonic()))
+
+
 @contextmanager
 def unchanged(api: Any, *names: str) -> Iterator[None]:
-    """Asserts that the block leaves each named study exactly as it found it."""
+    """Asserts that the block leaves each named study exactly as it found it (its planning settled first)."""
+    for name in names:
+        settle(api, name)
     before = {name: snapshot(api, name) for name in names}
     yield
     after = {name: snapshot(api, name) for name in names}
