@@ -202,7 +202,7 @@ def main() -> None:
 def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) -> None:
     """The table of ``--ns``: one row per policy, d, n (and bound), CPU and wall seconds, and the ratio of the
     CPU seconds to those at the smallest n (the issue's goal: at most 2 at n = 5,000 against n = 500)."""
-    from harness.cost_n import front_size, gp_points, suggest_cost
+    from harness.cost_n import gp_points, suggest_cost
     from harness.runs import commit_of
 
     lines = [
@@ -246,7 +246,7 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
                     row = (f"| {policy} | {d} | {n} | {cap} | {gp_points(policy, d, n, config)} | {r['cpu']:.2f} "
                            f"| {r['wall']:.2f} | {r['cpu'] / first:.2f} |")  # fmt: skip
                     if args.objectives > 1:
-                        row += f" {front_size(d, n, args.objectives)} |"
+                        row += f" {r['front']} |"
                     print(row, flush=True)
                     lines.append(row)
     if args.out:

@@ -41,12 +41,12 @@ def front_data(d: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 def suggest_cost(policy: str, d: int, n: int, config: dict[str, Any], objectives: int = 1) -> dict[str, float]:
     """CPU and wall seconds of the suggest after n results (the previous suggest, after n - 1, not timed)."""
     cls = get_policy(policy)
+    Y = None  # several objectives: their values
     if policy in LOCAL:
         request = iteration_request(policy, d, n, config.get("n_max"))
     else:
         from localbo.policies.requests import make_request
 
-        Y = None
         if objectives > 1:
             X, Y = front_data(d, n, objectives)
             y = Y[:, 0]
@@ -66,11 +66,9 @@ def suggest_cost(policy: str, d: int, n: int, config: dict[str, Any], objectives
     out = cls().suggest(request)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     assert out.X.shape[0] >= 1 and out.X.shape[1] == d
-    return {"cpu": cpu, "wall": wall}
-
-
-def front_size(d: int, n: int, k: int) -> int:
-    """The Pareto front's size in ``front_data(d, n, k)``."""
+    if Y is None:
+        return {"cpu": cpu, "wall": wall}
     from localbo.policies.pareto import non_dominated
 
-    return int(non_dominated(front_data(d, n, k)[1]).sum())
+    return {"cpu": cpu, "wall": wall, "front": int(non_dominated(Y).sum())}
+
