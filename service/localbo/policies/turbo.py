@@ -128,6 +128,7 @@ from localbo.policies.turbo_region import (
     TurboState,
     centre_index,
     perturbation_mask,
+    refit_iterations,
     region_mask,
     restart_at_incumbent,
     trust_region,
@@ -139,6 +140,7 @@ from localbo.policies.violation import (
     active_constraint,
     best_index,
     bilog,
+    mean_violation,
     safe_probability,
     total_violation,
     typical_size,
@@ -255,10 +257,11 @@ class Turbo(Policy[TurboConfig, TurboState]):
             X, y, numbers, v = X[near], y[near], numbers[near], v[near]
             keep = keep.nonzero().reshape(-1)[near]  # C_all[keep] lines up with X
             i = centre_index(request, X, y, v)
-        floor = config.noise_floor
+        floor, plain = config.noise_floor, C_all is None and X_failed is None and not safe
         model = fit_model(
-            X, y, "matern52", state.hypers, device=request.device, generator=request.generator, noise_floor=floor
-        )
+            X, y, "matern52", state.hypers, device=request.device, generator=request.generator, noise_floor=floor,
+            maxiter=refit_iterations(config, state, plain),
+        )  # fmt: skip
         constraints = []
         if C_all is not None:
             C = C_all[keep].to(torch.float64)
@@ -317,7 +320,9 @@ class Turbo(Policy[TurboConfig, TurboState]):
                 "upper": upper.tolist(),
             }
         )
-        new = state.model_copy(update={"region": region, "counted": sorted(counted), "hypers": to_state(model)})
+        new = state.model_copy(
+            update={"region": region, "counted": sorted(counted), "hypers": to_state(model), "fits": state.fits + 1}
+        )
         return Suggestion(X=points, state=new)
 
     @staticmethod
@@ -384,7 +389,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
             ruled_out = ~safe
             q = min(q, int(safe.sum()))  # never an unsafe point to fill the batch: filled below
         shares: list[float] = []
-        mean_violation = Turbo._mean_violation(constraints, on_model) if seek and constraints else None
+        by_means = mean_violation(constraints, on_model) if seek and constraints else None
         for _ in range(q):
             values = pathwise_path(model, g)(on_model).detach().cpu()
             if constraints:
@@ -396,8 +401,8 @@ class Turbo(Policy[TurboConfig, TurboState]):
                     violation[chosen] = math.inf
                 if bool((violation <= 0).any()):
                     values = torch.where(violation <= 0, values, torch.full_like(values, math.inf))
-                elif mean_violation is not None and not chosen:
-                    values = mean_violation.masked_fill(ruled_out, math.inf)
+                elif by_means is not None and not chosen:
+                    values = by_means.masked_fill(ruled_out, math.inf)
                 else:
                     values = violation
             if chosen:
@@ -411,13 +416,6 @@ class Turbo(Policy[TurboConfig, TurboState]):
             filler = centre if observed_safe else points[0]
             points = torch.cat([points, filler.expand(short, d).to(points)])
         return points, safe_share, (sum(shares) / len(shares) if shares else None)
-
-    @staticmethod
-    def _mean_violation(constraints: list[SingleTaskGP], points: Tensor) -> Tensor:
-        """n: sum_j max(mu_j, 0) over the constraint models' posterior means at the points (on the CPU)."""
-        with torch.no_grad():
-            means = [m.posterior(points).mean.reshape(-1).cpu() for m in constraints]
-        return total_violation(torch.stack(means, -1), points.shape[0])
 
     @staticmethod
     def _candidates(

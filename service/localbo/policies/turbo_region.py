@@ -60,6 +60,14 @@ class TurboConfig(PolicyConfig):
         default=None, ge=1, le=100_000, description="Thompson-sampling candidates (min(5000, max(2000, 200 d)))"
     )
     perturbed_coordinates: float = perturbed_coordinates_field()
+    warm_fit_iterations: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="Without outcome constraints, failures or safe mode: L-BFGS-B iterations of the objective GP's "
+        "warm-started refit between full ones (None: every refit to convergence, as the paper)",
+    )
+    full_fit_every: int = Field(default=5, ge=1, le=10_000, description="Suggests between refits to convergence")
 
 
 class Region(BaseModel):
@@ -95,6 +103,7 @@ class TurboState(PolicyState):
     safe_share: float | None = None  # safe mode: the share of the last candidates predicted safe
     sample_feasible_share: float | None = None  # SCBO: the share of the last batch's candidates feasible in its
     # Thompson samples (mean over the batch's draws; the candidates ruled out count as infeasible)
+    fits: int = 0  # the objective GP's refits so far (every ``full_fit_every``-th runs to convergence)
 
 
 def trust_region(centre: Tensor, lengthscale: Tensor, length: float) -> tuple[Tensor, Tensor]:
@@ -137,6 +146,14 @@ def restart_at_incumbent(fresh: Region, incumbent: Tensor, state: TurboState, co
 
 def failure_tolerance(config: TurboConfig, d: int, q: int) -> int:
     return config.failure_tolerance or math.ceil(max(4.0 / q, d / q))
+
+
+def refit_iterations(config: TurboConfig, state: TurboState, plain: bool) -> int | None:
+    """The L-BFGS-B bound of this suggest's objective refit: ``warm_fit_iterations`` on the plain path (``plain``:
+    no outcome constraints, failures or safe mode, whose models were measured fitted to convergence) between full
+    refits, which run on a fresh start or restart (no hypers) and every ``full_fit_every``-th refit; else None."""
+    warm = plain and state.hypers is not None and state.fits % config.full_fit_every != 0
+    return config.warm_fit_iterations if warm else None
 
 
 def update(region: Region, y_new: Tensor, config: TurboConfig, d: int, q: int, v_new: Tensor | None = None) -> Region:

@@ -59,6 +59,13 @@ def active_constraint(C: Tensor, i: int) -> int:
     return int((C[i] / spread).argmax())
 
 
+def mean_violation(constraints: list[SingleTaskGP], points: Tensor) -> Tensor:
+    """n: sum_j max(mu_j, 0) over the constraint models' posterior means at the points (on the CPU)."""
+    with torch.no_grad():
+        means = [m.posterior(points).mean.reshape(-1).cpu() for m in constraints]
+    return total_violation(torch.stack(means, -1), points.shape[0])
+
+
 def loo_spread(model: SingleTaskGP) -> float:
     """The root mean square of the model's leave-one-out z-scores on its own data, at least 1: how many times
     wider its errors are than its predictive sd says (Rasmussen & Williams eq. 5.12, in closed form).
