@@ -125,3 +125,32 @@ def test_the_design_s_progress_is_against_its_size(name: str, size: int) -> None
     shown = cls.display(out.state, request.config, 0)
     assert shown is not None and shown.progress is not None
     assert (shown.progress.done, shown.progress.total) == (out.X.shape[0], size)
+
+
+def test_bounded_warm_refits_run_between_full_ones_on_the_plain_path_only() -> None:
+    from localbo.policies.turbo_region import refit_iterations
+
+    config = Turbo.Config(warm_fit_iterations=25, full_fit_every=3)
+    hypers = {"kernel": "matern52", "lengthscale": [0.5], "noise": 1e-3, "mean": 0.0}
+    bounds = [refit_iterations(config, TurboState(hypers=hypers, fits=k), plain=True) for k in range(6)]
+    assert bounds == [None, 25, 25, None, 25, 25]  # every third refit runs to convergence
+    assert refit_iterations(config, TurboState(hypers=None, fits=1), plain=True) is None  # a fresh start or restart
+    assert refit_iterations(config, TurboState(hypers=hypers, fits=1), plain=False) is None  # constraints, safe mode
+    assert refit_iterations(Turbo.Config(), TurboState(hypers=hypers, fits=1), plain=True) is None  # the default
+
+
+def test_a_bounded_refit_counts_its_fits_and_stays_a_valid_suggestion() -> None:
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(12, 3, generator=g, dtype=torch.float64)
+    y = (X - 0.3).pow(2).sum(-1)
+    config = {**CONFIG, "warm_fit_iterations": 2, "full_fit_every": 2}
+    state, seen = None, []
+    for n in (4, 6, 8, 10, 12):
+        made = make_request(Turbo, X[:n], y[:n], count=2, state=state, config=config, seed=5)
+        made = dataclasses.replace(made, numbers=torch.arange(1, n + 1))
+        out = Turbo().suggest(made)
+        assert out.X.shape == (2, 3) and bool(((out.X >= 0) & (out.X <= 1)).all())
+        state = out.state
+        seen.append(state.fits)
+        assert json.loads(json.dumps(Turbo.dump_state(state)))["data"]["fits"] == state.fits  # stored with the state
+    assert seen == [1, 2, 3, 4, 5]
