@@ -65,7 +65,7 @@ class TurboConfig(PolicyConfig):
         ge=1,
         le=10_000,
         description="Without outcome constraints, failures or safe mode: L-BFGS-B iterations of the objective GP's "
-        "warm-started refit between full ones (None: every refit to convergence, as the paper)",
+        "warm-started refit between full ones (None: every refit to convergence)",
     )
     full_fit_every: int = Field(default=5, ge=1, le=10_000, description="Suggests between refits to convergence")
 
