@@ -220,8 +220,8 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             state = state.model_copy(update={"run": RunState()})
         run_start = min(n, state.run.start) if state.run is not None else 0  # the current run's results only
         raw = y = y[run_start:]  # raw: the run's values as told, for its best (the warp below is refitted each call)
-        if config.output_warp != "none" and y.shape[0]:  # the GP sees a monotone warp of y fitted to its window
-            y = power_warp(y, y[-n_max:], tail_only=config.output_warp == "power_tail")
+        if config.output_warp == "power" and y.shape[0]:  # the GP sees a monotone warp of y fitted to its window
+            y = power_warp(y, y[-n_max:])
         data = Data(X[run_start:], y, pending, n_max, run_start)
         demands = Demands.of(request, self.handles)  # None: nothing to respect, the unconstrained path
         if state.x_t is None:  # the first call: x_0 and its batch

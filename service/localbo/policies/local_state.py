@@ -48,11 +48,10 @@ class LocalConfig(PolicyConfig):
         "simplex (a shifted R-sequence); uniform: an independent uniform draw per step (ParEGO's random pick)",
     )
     kernel: Literal["rbf", "matern52"] = Field(default="rbf", description="ARD kernel of the GP")
-    output_warp: Literal["none", "power", "power_tail"] = Field(
+    output_warp: Literal["none", "power"] = Field(
         default="none",
         description="power: the GP fits a Yeo-Johnson warp of the values fitted to its window (warping.py), for "
-        "values that span orders of magnitude; power_tail: the same warp of the bad tail only (values above the "
-        "window's mean), the good side as measured; none: the raw values, as the papers",
+        "values that span orders of magnitude; none: the raw values, as the papers",
     )
     refit: Literal["every", "when_full", "never"] = Field(
         default="every", description="MAP refit every iteration, only once N >= N_max (GIBO), or never"
