@@ -30,7 +30,7 @@ The choice can change as the study grows (the d <= 10 switch at n = 500; minucb 
 objectives): the new policy starts fresh on all the data, a local one at the best point so far (its ``x0``), morbo
 with its regions on the front of all the data. ``configs`` holds settings for the policies it may pick,
 by name, checked at creation; under them, auto runs minucb with its output warp (``CHOSEN_DEFAULTS``: measured
-ahead on Rosenbrock-25 and Ackley-25, level on gp25, behind raw values on Swimmer's first 200 episodes; the
+ahead on Rosenbrock-25 and Ackley-25, level on gp25; on Swimmer the unit-cube window and box, not the warp, cost it; the
 policy's own default stays the paper's raw values).
 The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
