@@ -64,6 +64,9 @@ SOURCES = [
     ("peers_1202_d25", RESULTS / "league_runs"),
     ("peers_1202_d50_100", RESULTS / "league_runs"),
     ("turbo_1202_d50_100", RESULTS / "league_runs"),
+    # and on the MuJoCo tasks (2026-12-02, evening): CMA-ES, TPE and random on Swimmer and Hopper, turbo on Swimmer
+    ("mujoco", RESULTS / "league_runs" / "mujoco_peers_1202"),
+    ("mujoco", RESULTS / "league_runs" / "mujoco_turbo_1202"),
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
