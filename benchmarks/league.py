@@ -67,6 +67,7 @@ SOURCES = [
     # and on the MuJoCo tasks (2026-12-02, evening): CMA-ES, TPE and random on Swimmer and Hopper, turbo on Swimmer
     ("mujoco", RESULTS / "league_runs" / "mujoco_peers_1202"),
     ("mujoco", RESULTS / "league_runs" / "mujoco_turbo_1202"),
+    ("gpsampler_1202_gp25", RESULTS / "league_runs"),  # Optuna's GPSampler on gp25 at the current code (Optuna 5.1.0)
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
