@@ -275,3 +275,36 @@ def test_qlognehvi_takes_the_noise_floor_of_the_other_gp_policies() -> None:
         noises[floor] = [h.noise for h in (*state.hypers, *state.constraint_hypers)]
     assert len(noises[None]) == 3 and min(noises[None]) == pytest.approx(1e-4, rel=1e-6), noises
     assert 1e-6 <= min(noises[1e-6]) < 0.5e-4, noises
+
+
+def test_qlognehvi_also_searches_from_points_of_its_feasible_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``front_starts`` q-batches of the observed feasible front start searches beside the random ones (the end game
+    of a front lies beside it; multiobjective_findings.md); 0 draws none and takes nothing from the generator."""
+    from localbo.policies import hvi_search, qlognehvi
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(24, 3, generator=g, dtype=torch.float64)
+    Y, C = two_objectives(X), ball(X)
+    seen: dict[str, Any] = {}
+    real = hvi_search.maximise
+
+    def spy(acq: Any, q: int, bounds: Any, polytope: Any, settings: Any, gen: Any, anchors: Any = None) -> Any:
+        seen.update(settings=settings, anchors=anchors)
+        return real(acq, q, bounds, polytope, settings, gen, anchors)
+
+    monkeypatch.setattr(qlognehvi, "maximise", spy)
+    made = request("qlognehvi", X, Y, ref=torch.tensor([1.5, 1.5], dtype=torch.float64), C=C, config=SMALL["qlognehvi"])
+    get_policy("qlognehvi")().suggest(made)
+    assert seen["settings"].front_starts == 5  # the default
+    assert torch.equal(seen["anchors"], X[pareto_front(Y, C)])
+
+    anchors = X[:4]
+    starts = hvi_search._anchored(anchors, 2, 3, 5, torch.Generator().manual_seed(1))
+    assert starts.shape == (4, 2, 3)  # at most one start per anchor
+    for batch in starts:  # each start's q points are anchors, distinct within the batch
+        rows = [int((anchors == x).all(-1).nonzero()) for x in batch]
+        assert len(set(rows)) == 2
+    untouched = torch.Generator().manual_seed(2)
+    assert hvi_search._anchored(anchors, 1, 3, 0, untouched).shape == (0, 1, 3)
+    assert hvi_search._anchored(None, 1, 3, 5, untouched).shape == (0, 1, 3)
+    assert torch.equal(untouched.get_state(), torch.Generator().manual_seed(2).get_state())

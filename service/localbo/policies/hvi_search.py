@@ -7,8 +7,12 @@
                   ``constraints=`` callables. BoTorch's baseline pruning is off: it seeds from torch's global RNG.
     maximise:     ``optimize_acqf`` (L-BFGS-B; SLSQP under parameter constraints) from ``num_restarts`` starts chosen
                   among ``raw_samples`` random q-batches in the box (``acqopt.initial_conditions``; under parameter
-                  constraints the best hit-and-run q-batches of box ∩ polytope), the results clipped to the box and
-                  pulled inside the polytope (``acqopt.inside``); the best q-batch by its exact value.
+                  constraints the best hit-and-run q-batches of box ∩ polytope), and from ``front_starts`` q-batches
+                  of observed front points (``anchors``, drawn at random), the results clipped to the box and pulled
+                  inside the polytope (``acqopt.inside``); the best q-batch by its exact value.
+                  Why the front: late in a run the improvements lie beside the front, in basins of the acquisition
+                  that random starts seldom reach (Optuna's GPSampler starts its local searches at front points too;
+                  multiobjective_findings.md, "the acquisition's search")
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class SearchSettings:
     raw_samples: int = 128
     mc_samples: int = 64
     maxiter: int = 100
+    front_starts: int = 0
 
 
 def _linear_constraints(
@@ -109,9 +114,11 @@ def maximise(
     polytope: Polytope | None,
     settings: SearchSettings,
     g: torch.Generator,
+    anchors: Tensor | None = None,
 ) -> tuple[Tensor, float | None]:
     """The best q x d batch found in ``bounds`` (2 x d, the models' device) and inside the polytope, on the CPU, and
-    its log acquisition value (None when not finite)."""
+    its log acquisition value (None when not finite). ``anchors``: a x d points (the observed front, inside the
+    bounds and the polytope) of which ``settings.front_starts`` q-batches start searches too."""
     d = bounds.shape[-1]
     ineq = eq = None
     if polytope is None:
@@ -124,6 +131,7 @@ def maximise(
             values = acq(raw)
         values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
         starts = raw[values.argsort(descending=True, stable=True)[: settings.num_restarts]]
+    starts = torch.cat([starts, _anchored(anchors, q, d, settings.front_starts, g).to(starts)])
     with warnings.catch_warnings():  # L-BFGS-B / SLSQP stopping at maxiter is expected with modest settings
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", OptimizationWarning)
@@ -151,3 +159,14 @@ def maximise(
     best = int(values.argmax())
     value = float(values[best])
     return found[best].cpu(), value if value > -torch.inf else None
+
+
+def _anchored(anchors: Tensor | None, q: int, d: int, count: int, g: torch.Generator) -> Tensor:
+    """Up to count x q x d starts (at most one per anchor), each q anchors drawn at random (without replacement within
+    a batch where there are q); none without anchors, and nothing drawn from ``g`` then."""
+    a = 0 if anchors is None else anchors.shape[0]
+    count = min(count, a)
+    if anchors is None or count <= 0:
+        return torch.empty(0, q, d, dtype=torch.float64)
+    rows = [torch.randperm(a, generator=g)[:q] if a >= q else torch.randint(a, (q,), generator=g) for _ in range(count)]
+    return anchors.detach().cpu().double().reshape(a, d)[torch.stack(rows)]
