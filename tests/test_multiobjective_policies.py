@@ -308,3 +308,35 @@ def test_qlognehvi_also_searches_from_points_of_its_feasible_front(monkeypatch: 
     assert hvi_search._anchored(anchors, 1, 3, 0, untouched).shape == (0, 1, 3)
     assert hvi_search._anchored(None, 1, 3, 5, untouched).shape == (0, 1, 3)
     assert torch.equal(untouched.get_state(), torch.Generator().manual_seed(2).get_state())
+
+
+def test_front_starts_outside_the_parameter_constraints_are_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A front point outside the polytope (a trial added by hand) starts no search: every start lies inside it."""
+    from botorch.models import ModelListGP
+    from localbo.policies import hvi_search
+    from localbo.policies.gp import fit_model
+
+    g = torch.Generator().manual_seed(3)
+    polytope = Polytope(
+        torch.tensor([[1.0, 1.0, 0.0]], dtype=torch.float64), torch.tensor([0.8], dtype=torch.float64),
+        torch.zeros(0, 3, dtype=torch.float64), torch.zeros(0, dtype=torch.float64),
+    )  # fmt: skip
+    X = torch.rand(16, 3, generator=g, dtype=torch.float64) * 0.4
+    Y = two_objectives(X)
+    model = ModelListGP(*[fit_model(X, Y[:, j], "matern52", None, generator=g) for j in range(2)])
+    settings = hvi_search.SearchSettings(1, 16, 16, 5, front_starts=5)
+    acq = hvi_search.log_nehvi(model, X, torch.zeros(0, 3), torch.tensor([2.0, 2.0]), 2, 0, settings, g)
+    outside = torch.tensor([[0.9, 0.9, 0.5], [0.7, 0.6, 0.1]], dtype=torch.float64)
+    seen = []
+    real = hvi_search.optimize_acqf
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["batch_initial_conditions"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hvi_search, "optimize_acqf", spy)
+    bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+    hvi_search.maximise(acq, 1, bounds, polytope, settings, g, torch.cat([outside, X[:2]]))
+    (starts,) = seen
+    assert starts.shape[0] == 1 + 2  # one random start, the two anchors inside; none of the two outside
+    assert bool((violation(polytope, starts.reshape(-1, 3)) <= TOL).all())

@@ -12,7 +12,7 @@
                   inside the polytope (``acqopt.inside``); the best q-batch by its exact value.
                   Why the front: late in a run the improvements lie beside the front, in basins of the acquisition
                   that random starts seldom reach (Optuna's GPSampler starts its local searches at front points too;
-                  multiobjective_findings.md, "the acquisition's search")
+                  multiobjective_findings.md, "qlognehvi's acquisition search starts at front points too")
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from torch import Tensor
 
 from localbo.policies.acqopt import initial_conditions, inside
 from localbo.policies.base import Polytope
-from localbo.policies.polytope import sample
+from localbo.policies.polytope import sample, violation
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def maximise(
 ) -> tuple[Tensor, float | None]:
     """The best q x d batch found in ``bounds`` (2 x d, the models' device) and inside the polytope, on the CPU, and
     its log acquisition value (None when not finite). ``anchors``: a x d points (the observed front, inside the
-    bounds and the polytope) of which ``settings.front_starts`` q-batches start searches too."""
+    bounds) of which ``settings.front_starts`` q-batches start searches too, those inside the polytope."""
     d = bounds.shape[-1]
     ineq = eq = None
     if polytope is None:
@@ -131,6 +131,8 @@ def maximise(
             values = acq(raw)
         values = torch.where(torch.isfinite(values), values, torch.full_like(values, -torch.inf))
         starts = raw[values.argsort(descending=True, stable=True)[: settings.num_restarts]]
+    if anchors is not None and polytope is not None:  # a trial added by hand may lie outside: no start there
+        anchors = anchors[violation(polytope, anchors.detach().cpu().double()) <= Polytope.TOLERANCE]
     starts = torch.cat([starts, _anchored(anchors, q, d, settings.front_starts, g).to(starts)])
     with warnings.catch_warnings():  # L-BFGS-B / SLSQP stopping at maxiter is expected with modest settings
         warnings.simplefilter("ignore", RuntimeWarning)

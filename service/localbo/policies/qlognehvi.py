@@ -21,8 +21,9 @@ Under parameter constraints SLSQP's result is clipped to the cube, projected ont
 pulled back towards its start (``acqopt.inside``). One objective (``request.Y`` None): qLogNoisyExpectedImprovement
 on y, the same models and search. Defaults are modest for a 2-core machine:
 4 restarts, 128 raw samples, 64 MC samples, 100 L-BFGS-B iterations (BoTorch's tutorial: 10, 512, 128, 200), and
-5 front starts: on VehicleSafety after 150 results they found a log acquisition of -2.5 in 2 of 4 searches where
-the random starts alone stopped at -6.0 and -8.1 (multiobjective_findings.md, "the acquisition's search").
+5 front starts: on VehicleSafety after 150 results they found a higher acquisition in 3 of 12 searches (by 0.6-1.2
+in log; results/acquisition_search.md), and through ``auto`` the log10 hypervolume difference at 200 went from 0.090
+to -0.454 (multiobjective_findings.md, "qlognehvi's acquisition search starts at front points too").
 BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG.
 
 Cost bounded in n (``subsets.py``): past ``max_data`` results (500) the GPs fit a subset, the first Pareto layers
