@@ -20,7 +20,7 @@ as turbo's SCBO), passed as BoTorch's ``constraints=`` callables (a sigmoid-smoo
 Under parameter constraints SLSQP's result is clipped to the cube, projected onto the equalities and, if still outside,
 pulled back towards its start (``acqopt.inside``). One objective (``request.Y`` None): qLogNoisyExpectedImprovement
 on y, the same models and search. Defaults are modest for a 2-core machine:
-4 restarts, 128 raw samples, 16 MC samples, 100 L-BFGS-B iterations (BoTorch's tutorial: 10, 512, 128, 200), and
+4 restarts, 128 raw samples, 64 MC samples, 100 L-BFGS-B iterations (BoTorch's tutorial: 10, 512, 128, 200), and
 5 front starts: on VehicleSafety after 150 results they found a higher acquisition in 3 of 12 searches (by 0.6-1.2
 in log; results/acquisition_search.md), and through ``auto`` the log10 hypervolume difference at 200 went from 0.090
 to -0.454 (multiobjective_findings.md, "qlognehvi's acquisition search starts at front points too").
@@ -72,8 +72,7 @@ class QLogNEHVIConfig(PolicyConfig):
     batch_size: int = Field(default=1, ge=1, le=64, description="Points per batch q (at least the ask's count)")
     num_restarts: int = Field(default=4, ge=1, le=64, description="optimize_acqf starts")
     raw_samples: int = Field(default=128, ge=2, le=10_000, description="Random q-batches the starts are chosen from")
-    # 16, not 64: the acquisition's cost grows with them (a box decomposition per sample of the baseline)
-    mc_samples: int = Field(default=16, ge=4, le=2048, description="Sobol QMC samples of the acquisition")
+    mc_samples: int = Field(default=64, ge=4, le=2048, description="Sobol QMC samples of the acquisition")
     maxiter: int = Field(default=100, ge=1, le=2000, description="L-BFGS-B (SLSQP) iterations per start")
     front_starts: int = Field(
         default=5, ge=0, le=64,
