@@ -70,7 +70,7 @@ SOURCES = [
     ("gpsampler_1202_gp25", RESULTS / "league_runs"),  # Optuna's GPSampler on gp25 at the current code (Optuna 5.1.0)
     ("mpd_1203", RESULTS / "league_runs"),  # MPD on the five synthetic objectives at the current code (2026-12-03)
     ("ax_1203", RESULTS / "league_runs"),  # Ax's default on gp25 at the current code (ax-platform 1.3.1)
-    ("mujoco", RESULTS / "league_runs" / "mujoco_mpd_1203"),  # MPD on Swimmer at the current code
+    ("mujoco", RESULTS / "league_runs" / "mujoco_mpd_1203"),  # MPD on Swimmer and Hopper at the current code
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
