@@ -71,6 +71,13 @@ SOURCES = [
     ("mpd_1203", RESULTS / "league_runs"),  # MPD on the five synthetic objectives at the current code (2026-12-03)
     ("ax_1203", RESULTS / "league_runs"),  # Ax's default on gp25 at the current code (ax-platform 1.3.1)
     ("mujoco", RESULTS / "league_runs" / "mujoco_mpd_1203"),  # MPD on Swimmer and Hopper at the current code
+    # the peers not run before (issue 29 item 5, 2026-12-03): GPSampler (Optuna 5.1.0) and Ax's default (100
+    # evaluations) on Ackley-25 and Rosenbrock-25, GPSampler on gp50 and gp100, Ax on gp50 (100 evaluations)
+    ("gpsampler_1203_d25", RESULTS / "league_runs"),
+    ("ax_1203_d25", RESULTS / "league_runs"),
+    ("gpsampler_1203_d50_100", RESULTS / "league_runs"),
+    ("ax_1203_gp50", RESULTS / "league_runs"),
+    ("ax_1203_d25_200", RESULTS / "league_runs"),  # Ax to 200 on Ackley-25, Rosenbrock-25: replaces its 100
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
@@ -82,7 +89,8 @@ MUJOCO_WHY = {
     "turbo": "TuRBO on Hopper slowed to ~3 s an episode some 700 episodes into each run (its GP on all of the "
     "region's data at d = 33); at 2026-11-28's code (its GPs on the 500 results nearest the centre) still 2.9 s an "
     "episode per run 660 episodes in (two runs side by side, 11 min): over an hour for 5 runs on 2 cores; stopped",
-    "gpsampler": "Optuna's GPSampler took 414 s a run of 500 at d = 25 here; 1,000 episodes at d = 33: hours",
+    "gpsampler": "Optuna's GPSampler (5.1.0) took 105-290 CPU s a run of 500 at d = 25 to 100 here, its cost growing "
+    "with n; 1,000 episodes at d = 16 and 33, with the episodes' own cost, were left for another session",
 }
 
 
@@ -100,9 +108,9 @@ def command_for(instance: str, method: str) -> tuple[str, str]:
         f"--threads 1{config} --out benchmarks/results/league_runs --name league_{instance} --resume"
     )
     why = {
-        "ax": "Ax's default took 342-519 CPU s a run of 100 evaluations at d = 25 here (about 5 s a modelled step, "
-        "growing with n): 500 evaluations, or d = 50 and 100, are hours a run on 2 cores",
-        "gpsampler": "Optuna's GPSampler took 414 s a run at d = 25 and 2,329 s at d = 50 on this machine",
+        "ax": "Ax's default took 159-324 CPU s a run of 100 evaluations at d = 25 and 50 here (2-5 s a modelled step, "
+        "growing with n and d; its rows elsewhere stop at 100 or 200): d = 100 was left for another session",
+        "gpsampler": "Optuna's GPSampler (5.1.0) took 105-290 CPU s a run of 500 at d = 25 to 100 on this machine",
         "turbo": "TuRBO took 350-420 s a run at d = 25 on a core of the lent H100 box; its Ackley runs were on the "
         "discarded symmetric domain and no lent time was left to redo them",
     }
