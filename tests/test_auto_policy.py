@@ -22,8 +22,10 @@ MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "flo
     [
         ("continuous", 3, set(), 0, 0, "ei"),
         ("continuous", 3, set(), GLOBAL_MAX_N, 0, "minucb"),
-        ("continuous", 25, set(), 0, 0, "minucb"),
-        ("continuous", 25, {"parameter_constraints"}, 0, 0, "minucb"),
+        ("continuous", 25, set(), 0, 0, "mpd"),
+        ("continuous", 25, set(), 4 * 25 - 1, 0, "mpd"),
+        ("continuous", 25, set(), 4 * 25, 0, "minucb"),  # mpd stalls later: minucb from the best point
+        ("continuous", 25, {"parameter_constraints"}, 0, 0, "minucb"),  # mpd does not respect a polytope
         ("continuous", 4, {"constraints"}, 0, 0, "turbo"),
         ("continuous", 12, {"failures"}, 0, 0, "turbo"),
         ("continuous", 6, {"constraints", "safety"}, 0, 0, "turbo"),
@@ -93,6 +95,26 @@ def test_a_local_choice_on_results_told_before_the_first_starts_at_the_best_of_t
     y = (X - 0.3).pow(2).sum(-1)
     out = Auto().suggest(make_request("auto", X, y))  # a fresh state: the results were added, never asked
     assert out.state.chosen == "minucb" and out.state.x0 == X[int(y.argmin())].tolist()
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_many_coordinates_start_with_mpd_and_hand_over_to_minucb_at_4_d_results() -> None:
+    d = 12
+    g = torch.Generator().manual_seed(2)
+    X = torch.rand(4 * d - 1, d, generator=g, dtype=torch.float64)
+    y = (X - 0.3).pow(2).sum(-1)
+    first = Auto().suggest(make_request("auto", X, y))
+    assert first.state.chosen == "mpd" and "4 d = 48" in str(first.state.why)
+    X = torch.cat([X, torch.rand(1, d, generator=g, dtype=torch.float64)])
+    y = (X - 0.3).pow(2).sum(-1)
+    out = Auto().suggest(make_request("auto", X, y, state=first.state))
+    assert out.state.chosen == "minucb" and out.state.x0 == X[int(y.argmin())].tolist()
+    assert [(s.policy, s.n) for s in out.state.switches] == [("mpd", 4 * d - 1), ("minucb", 4 * d)]
+    assert out.X.shape == (1 + d, d)  # minucb's first batch at its x0: x_t and d exploration points
+    assert choose("continuous", d, frozenset(), 0, descent=0)[0] == "minucb"  # ``mpd_until: 0``: minucb at once
+    assert Auto.Config().mpd_until == 4 and Auto.Config(mpd_until=0).mpd_until == 0
+    with pytest.raises(ValueError, match="mpd_until"):
+        Auto.Config(mpd_until=-1)
 
 
 def test_several_objectives_with_failures_say_why_the_scalarised_policy_stays() -> None:
