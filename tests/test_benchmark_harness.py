@@ -97,6 +97,9 @@ def test_gp_objective_is_deterministic_per_instance_and_differs_between_instance
     assert 0.05 < float(first(U).std()) < 2.0
     assert torch.equal(noise_draws(first, 7, 50), noise_draws(first, 7, 50))
     assert not torch.equal(noise_draws(first, 7, 50), noise_draws(first, 8, 50))
+    # a shorter run sees the noise of a league run's first evaluations, its last 16 included (torch's tail path)
+    assert torch.equal(noise_draws(first, 7, 100), noise_draws(first, 7, 500)[:100])
+    assert noise_draws(first, 7, 700).shape == (700,)  # beyond 500 the draws are made at the run's own length
 
 
 def test_gp_lengthscales_follow_the_gibo_rule() -> None:

@@ -125,10 +125,16 @@ class ObjectiveSpec:
     build: Callable[[int], Objective] = field(repr=False)
 
 
+NOISE_DRAWS = 500  # the league's budget: the draws are made for at least this many evaluations
+
+
 def noise_draws(objective: Objective, seed: int, n: int) -> Tensor:
-    """The standard normal draws for evaluations 1..n of a run (same for every method)."""
+    """The standard normal draws for evaluations 1..n of a run (same for every method and, up to NOISE_DRAWS, every
+    budget). torch fills the last 16 values of a tensor by another path than its leading ones, so ``randn(100)`` is
+    not ``randn(500)[:100]`` from evaluation 85 on: drawn at one length, a probe to 100 evaluations sees the noise a
+    league run of 500 saw (league_findings.md, "auto with mpd first")."""
     generator = torch.Generator().manual_seed(stable_seed("noise", objective.name, objective.instance, seed))
-    return torch.randn(n, generator=generator, dtype=DTYPE)
+    return torch.randn(max(n, NOISE_DRAWS), generator=generator, dtype=DTYPE)[:n]
 
 
 # -- GP-sampled functions (GIBO 4.1) ---------------------------------------------------------
