@@ -110,14 +110,13 @@ def test_many_coordinates_start_with_mpd_and_hand_over_to_minucb_at_4_d_results(
     out = Auto().suggest(make_request("auto", X, y, state=first.state))
     assert out.state.chosen == "minucb" and out.state.x0 == X[int(y.argmin())].tolist()
     assert [(s.policy, s.n) for s in out.state.switches] == [("mpd", 4 * d - 1), ("minucb", 4 * d)]
-    assert out.X.shape == (1 + d, d)  # minucb's first batch at its x0: x_t and d exploration points (not mpd's 10)
+    assert out.X.shape == (1 + d, d)  # minucb's first batch at its x0: x_t and d exploration points
     assert choose("continuous", d, frozenset(), 0, descent=0)[0] == "minucb"  # ``mpd_until: 0``: minucb at once
     from localbo.policies.auto import inner_config
 
-    assert Auto._inner(first.state, Auto.Config())[2].samples_per_iteration == 10  # a step every 10 points up to d 25
-    assert inner_config("mpd", Auto.Config(), None, 50).samples_per_iteration is None  # beyond, the paper's d
-    mine = Auto.Config(configs={"mpd": {"samples_per_iteration": 5}})
-    assert inner_config("mpd", mine, None, 12).samples_per_iteration == 5  # the study's own setting comes first
+    assert Auto._inner(first.state, Auto.Config())[2].samples_per_iteration is None  # the paper's batches of d
+    mine = Auto.Config(configs={"mpd": {"samples_per_iteration": 10}})
+    assert inner_config("mpd", mine, None).samples_per_iteration == 10  # the study's own setting comes first
     assert Auto.Config().mpd_until == 4 and Auto.Config(mpd_until=0).mpd_until == 0
     with pytest.raises(ValueError, match="mpd_until"):
         Auto.Config(mpd_until=-1)

@@ -24,9 +24,7 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         point so far: past 500 results ei's GP fits a thinned subset (subsets.py, its cost kept
                         flat), where minucb's window of the last 5 d points stays dense around the best
     d > 10              mpd for the first 4 d results (its long walk down the most probable descent direction leads
-                        the local policies at 2-4 d evaluations: results/league.md's early checkpoints; up to d 25
-                        a step after every 10 exploration points, not d: Ackley-25 at 100 evaluations 4.51
-                        against 5.37, results/probes/ackley25_mpd_sp10_100.md), then
+                        the local policies at 2-4 d evaluations: results/league.md's early checkpoints), then
                         minucb from the best point (local BO: led CMA-ES, TuRBO, GPSampler and TPE at d 25 to 100
                         in results/league.md; the cheapest of the local policies; mpd stalls later, where minucb
                         keeps descending: Ackley-25 at 500 evaluations 2.13 against 0.60)
@@ -38,7 +36,9 @@ all the data, a local one at the best point so far (its ``x0``), morbo with its 
 with its output warp (``CHOSEN_DEFAULTS``: measured ahead on Rosenbrock-25 and Ackley-25, level on gp25; on Swimmer
 the unit-cube window and box, not the warp, cost it; the policy's own default stays the paper's raw values) and mpd as
 the paper has it (its warp: Ackley-25 at 100 evaluations 5.05 against 5.37 on the league's seeds, 3 of 5 better;
-Rosenbrock-25 worse on held-out seeds: results/probes/).
+Rosenbrock-25 worse on held-out seeds: results/probes/; a step after 10 exploration points instead of d: Ackley-25
+at 100 4.01 against 5.37, but 2 of 5 Rosenbrock-25 runs did not leave the centre in 100 evaluations and it ended
+behind at 200 and 500: results/league_findings.md, "auto with mpd first").
 The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
 """
@@ -70,10 +70,6 @@ GLOBAL_MAX_N = 500  # ei's max_data: beyond, its GP sees a thinned subset; a loc
 MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, minucb beyond
 MO_SPREAD_PER_DIM = 5  # several objectives beyond MO_GLOBAL_MAX_DIM: minucb for 5 d results (its window), then morbo
 MPD_PER_DIM = 4  # d > GLOBAL_MAX_DIM, nothing to respect: mpd for 4 d results, then minucb (results/league.md)
-# mpd's step after every EARLY_BATCH exploration points up to EARLY_BATCH_MAX_DIM coordinates (its phase ends at 4 d:
-# 100 results at d = 25); beyond, its paper's batches of d (a small batch lost late at d = 50 and 100 for minucb:
-# results/league_findings.md, "Anytime", "A budget for auto")
-EARLY_BATCH, EARLY_BATCH_MAX_DIM = 10, 25
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
 MAX_SWITCHES = 20  # kept in the state, newest last
 # auto's own settings of the policies it runs, under the study's ``configs``: minucb's GP on warped values
@@ -240,14 +236,11 @@ class AutoState(PolicyState):
     switches: list[Switch] = Field(default_factory=list)
 
 
-def inner_config(name: str, config: AutoConfig, x0: list[float] | None, dim: int | None = None) -> PolicyConfig:
-    """The chosen policy's config: auto's defaults for it (for ``dim`` coordinates) under the study's ``configs``,
-    and x0 where it starts after another policy."""
+def inner_config(name: str, config: AutoConfig, x0: list[float] | None) -> PolicyConfig:
+    """The chosen policy's config: auto's defaults for it under the study's ``configs``, and x0 where it starts
+    after another policy."""
     cls = registry()[name]
-    defaults = dict(CHOSEN_DEFAULTS.get(name, {}))
-    if name == "mpd" and dim is not None and EARLY_BATCH < dim <= EARLY_BATCH_MAX_DIM:
-        defaults["samples_per_iteration"] = EARLY_BATCH
-    raw = {**defaults, **config.configs.get(name, {})}
+    raw = {**CHOSEN_DEFAULTS.get(name, {}), **config.configs.get(name, {})}
     if x0 is not None and "x0" in cls.Config.model_fields and raw.get("x0") is None:
         raw["x0"] = x0
     return cls.Config.model_validate(raw)
@@ -280,9 +273,7 @@ class Auto(Policy[AutoConfig, AutoState]):
         if state.chosen is None:
             return None
         policy = registry()[state.chosen]
-        x_t = ((state.inner or {}).get("data") or {}).get("x_t")  # the dimension, where the state tells it
-        dim = len(state.x0) if state.x0 else len(x_t) if isinstance(x_t, list) else None
-        return policy, policy.load_state(state.inner)[0], inner_config(state.chosen, config, state.x0, dim)
+        return policy, policy.load_state(state.inner)[0], inner_config(state.chosen, config, state.x0)
 
     @classmethod
     def plans_now(cls, state: AutoState, n_complete: int, n_running: int) -> bool:
@@ -318,7 +309,7 @@ class Auto(Policy[AutoConfig, AutoState]):
             state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches)
         policy = registry()[name]
         inner_state = policy.load_state(state.inner)[0]
-        config = inner_config(name, request.config, state.x0, request.dim)
+        config = inner_config(name, request.config, state.x0)
         inner: SuggestRequest[Any, Any] = dataclasses.replace(request, state=inner_state, config=config)  # type: ignore[arg-type]
         out = policy().suggest(inner)
         kept = state.model_copy(update={"inner": policy.dump_state(out.state), "why": why})
