@@ -190,24 +190,25 @@ def choose(
                                    "the policies; none of them does)")  # fmt: skip
 
 
+def _hand_over(default: float, description: str) -> Any:
+    """A setting of when auto hands one policy's study to the next: results per coordinate."""
+    return Field(default=default, ge=0.0, le=1000.0, description=description)
+
+
 class AutoConfig(PolicyConfig):
     configs: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description='Settings for the policies auto may choose, by name: {"minucb": {"beta": 2.0}}',
     )
-    morbo_after: float = Field(
-        default=MO_SPREAD_PER_DIM,
-        ge=0.0,
-        le=1000.0,
-        description=f"Several objectives beyond {MO_GLOBAL_MAX_DIM} coordinates: minucb until this many results "
-        "per coordinate (results/multiobjective_findings.md), then morbo",
+    morbo_after: float = _hand_over(
+        MO_SPREAD_PER_DIM,
+        f"Several objectives beyond {MO_GLOBAL_MAX_DIM} coordinates: minucb until this many results per coordinate "
+        "(results/multiobjective_findings.md), then morbo",
     )
-    mpd_until: float = Field(
-        default=MPD_PER_DIM,
-        ge=0.0,
-        le=1000.0,
-        description=f"One objective beyond {GLOBAL_MAX_DIM} coordinates, nothing to respect: mpd until this many "
-        "results per coordinate (0: minucb from the start; results/league_findings.md), then minucb",
+    mpd_until: float = _hand_over(
+        MPD_PER_DIM,
+        f"One objective beyond {GLOBAL_MAX_DIM} coordinates, nothing to respect: mpd until this many results per "
+        "coordinate (0: minucb from the start; results/league_findings.md), then minucb",
     )
 
     @field_validator("configs")
