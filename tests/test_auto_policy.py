@@ -112,6 +112,9 @@ def test_many_coordinates_start_with_mpd_and_hand_over_to_minucb_at_4_d_results(
     assert [(s.policy, s.n) for s in out.state.switches] == [("mpd", 4 * d - 1), ("minucb", 4 * d)]
     assert out.X.shape == (1 + d, d)  # minucb's first batch at its x0: x_t and d exploration points
     assert choose("continuous", d, frozenset(), 0, descent=0)[0] == "minucb"  # ``mpd_until: 0``: minucb at once
+    stored = first.state.model_copy(update={"chosen": "minucb", "inner": None})  # a study from before mpd came first
+    kept = Auto().suggest(make_request("auto", X[:-5], y[:-5], state=stored))
+    assert kept.state.chosen == "minucb" and len(kept.state.switches) == 1  # it does not go back to mpd
     from localbo.policies.auto import inner_config
 
     assert Auto._inner(first.state, Auto.Config())[2].samples_per_iteration is None  # the paper's batches of d

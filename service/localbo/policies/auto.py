@@ -303,7 +303,9 @@ class Auto(Policy[AutoConfig, AutoState]):
         candidates = request.finite.size if request.finite is not None else 0
         kind, needs = request.space.kind, needs_of(request)
         own = request.config
-        name, why = choose(kind, request.dim, needs, n, candidates, own.morbo_after, own.mpd_until)
+        # mpd only opens a study: one that ran another policy (stored before mpd came first) does not go back to it
+        descent = own.mpd_until if state.chosen in (None, "mpd") else 0.0
+        name, why = choose(kind, request.dim, needs, n, candidates, own.morbo_after, descent)
         if name != state.chosen:  # a fresh start of the new policy on all the data; a local one at the best point
             x0 = request.X[int(request.y.argmin())].tolist() if n else None  # (results told before the first choice)
             switches = [*state.switches, Switch(n=n, policy=name, why=why)][-MAX_SWITCHES:]
