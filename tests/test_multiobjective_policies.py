@@ -94,7 +94,8 @@ def optimise(name: str, evaluations: int, q: int, seed: int, variant: str | None
 # --- the science, small: a larger hypervolume than random with as many points ---------------------------------
 
 
-@pytest.mark.parametrize(("name", "evaluations", "q"), [("morbo", 30, 2), ("qlognehvi", 14, 2)])
+# qlognehvi at 16, not 14: at 14 its seed 1 had 8.2 (random 0) on an AMD EPYC host, 30-48 at 16 on seeds 0-3
+@pytest.mark.parametrize(("name", "evaluations", "q"), [("morbo", 30, 2), ("qlognehvi", 16, 2)])
 def test_a_larger_hypervolume_than_random_on_branin_currin(name: str, evaluations: int, q: int) -> None:
     for seed in (0, 1):
         found, state = optimise(name, evaluations, q, seed)
