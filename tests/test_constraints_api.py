@@ -132,36 +132,36 @@ def test_external_trials_carry_metrics(api: Any) -> None:
         ({"constraints": [{"metric": "p", "op": ">=", "bound": 1}]}, "objectives", ("named objective",)),
         (
             {"objectives": [{"metric": "y"}], "constraints": [{"metric": "y", "op": "<=", "bound": 1}]},
-            "constraints.0.metric",
+            "constraints[0].metric",
             ("objective",),
         ),
         (
             {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "=", "bound": 1}]},
-            "constraints.0.op",
+            "constraints[0].op",
             (),
         ),
         ({"objectives": [{"metric": "y"}, {"metric": "z"}]}, "objectives", ("several objectives", "morbo")),
         ({"failures": "maybe"}, "failures", ()),
         (
             {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": ">=", "bound": 1}] * 2},
-            "constraints.1",
-            ("same constraint as constraints.0",),
+            "constraints[1]",
+            ("same constraint as constraints[0]",),
         ),
         ({"safety": {"max_violation_probability": 0.05}}, "safety", ()),
         (
             {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "<=", "bound": 1},
                                                               {"metric": "p", "op": ">=", "bound": 2}]},
-            "constraints.1",
-            ("no value of 'p'", "constraints.0"),
+            "constraints[1]",
+            ("no value of 'p'", "constraints[0]"),
         ),  # fmt: skip
         ({"objectives": []}, "objectives", ("leave objectives out",)),
-        ({"objectives": [{"metric": "  "}]}, "objectives.0.metric", ("visible character",)),
-        ({"direction": "maximize", "objectives": [{"metric": "y"}]}, "direction", ("objectives.0.direction",)),
+        ({"objectives": [{"metric": "  "}]}, "objectives[0].metric", ("visible character",)),
+        ({"direction": "maximize", "objectives": [{"metric": "y"}]}, "direction", ("objectives[0].direction",)),
         (
             {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "<=", "bound": 1}],
              "safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.1, "b": 0.2}, {"a": 0.1, "b": 0.2}]}},
-            "safety.seeds.1",
-            ("same point as safety.seeds.0",),
+            "safety.seeds[1]",
+            ("same point as safety.seeds[0]",),
         ),  # fmt: skip
     ],
 )
@@ -196,12 +196,12 @@ def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can
 @pytest.mark.parametrize(
     ("constraints", "field", "words"),
     [
-        ([{"terms": {"zz": 1}, "op": "<=", "bound": 1}], "parameter_constraints.0.terms.zz", ("not a parameter",)),
-        ([{"terms": {"a": 0}, "op": "<=", "bound": 1}], "parameter_constraints.0.terms.a", ("zero",)),
+        ([{"terms": {"zz": 1}, "op": "<=", "bound": 1}], "parameter_constraints[0].terms.zz", ("not a parameter",)),
+        ([{"terms": {"a": 0}, "op": "<=", "bound": 1}], "parameter_constraints[0].terms.a", ("zero",)),
         ([{"terms": {"a": 1}, "op": "<=", "bound": -1}], "parameter_constraints", ("no point",)),
         (
             [{"terms": {"a": 1, "b": 1}, "op": "==", "bound": 1}, {"terms": {"a": 1, "b": 1}, "op": "==", "bound": 1}],
-            "parameter_constraints.1",
+            "parameter_constraints[1]",
             ("same constraint",),
         ),
         (
@@ -209,7 +209,7 @@ def test_a_policy_that_cannot_serve_constraints_is_refused_naming_those_that_can
             "parameter_constraints",
             ("no point",),
         ),
-        ([{"terms": {"a": 1}, "op": "<", "bound": 1}], "parameter_constraints.0.op", ()),
+        ([{"terms": {"a": 1}, "op": "<", "bound": 1}], "parameter_constraints[0].op", ()),
         # apart by less than an LP's default tolerance (1e-7) but more than the 1e-9 every point must keep: no
         # point can be asked, so creation refuses them (they were accepted, then every ask was a 500)
         *(
@@ -251,7 +251,7 @@ def test_parameter_constraints_on_categorical_and_log_parameters_are_refused(api
     for param, kind in (("lr", "log-scaled"), ("opt", "categorical")):
         body = {"name": unique(), "space": space, "policy": "random"}
         body["parameter_constraints"] = [{"terms": {"a": 1, param: 1}, "op": "<=", "bound": 2}]
-        refused(api.post(API, json=body), f"parameter_constraints.0.terms.{param}", kind)
+        refused(api.post(API, json=body), f"parameter_constraints[0].terms.{param}", kind)
 
 
 MIXTURE = {
@@ -382,7 +382,7 @@ def test_parameter_constraints_on_a_finite_space_leave_out_the_candidates_that_b
     unknown = [{"terms": {"z": 1}, "op": "<=", "bound": 1}]
     refused(
         api.post(API, json={"name": unique(), **body, "parameter_constraints": unknown}),
-        "parameter_constraints.0.terms.z",
+        "parameter_constraints[0].terms.z",
     )
 
 

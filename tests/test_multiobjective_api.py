@@ -125,8 +125,8 @@ def test_the_422s_name_their_field(api: Any) -> None:
     both = [{"metric": "yield", "direction": "maximize"}, {"metric": "cost"}]
     five = [{"metric": f"m{i}"} for i in range(5)]
     refused(post(objectives=five), "objectives")
-    refused(post(objectives=[{"metric": "a"}, {"metric": "a"}]), "objectives.1.metric", "objectives.0")
-    refused(post(objectives=both, constraints=[{"metric": "cost", "op": "<=", "bound": 5}]), "constraints.0.metric")
+    refused(post(objectives=[{"metric": "a"}, {"metric": "a"}]), "objectives[1].metric", "objectives[0]")
+    refused(post(objectives=both, constraints=[{"metric": "cost", "op": "<=", "bound": 5}]), "constraints[0].metric")
     refused(post(objectives=both, reference_point={"yield": 0.0}), "reference_point.cost", "every objective")
     refused(post(objectives=both, reference_point={"yield": 0, "cost": 1, "x": 2}), "reference_point.x")
     refused(post(objectives=both[:1], reference_point={"yield": 0.0}), "reference_point", "several objectives")

@@ -29,12 +29,12 @@ def create(api: Any, **fields: Any) -> Any:
 
 def test_seeds_are_checked_at_creation(api: Any) -> None:
     bad = {"max_violation_probability": 0.05, "seeds": [{"a": 0.5, "b": 7}]}
-    refused(create(api, **SAFE, safety=bad), "safety.seeds.0.b", "[0")
+    refused(create(api, **SAFE, safety=bad), "safety.seeds[0].b", "[0")
     missing = {"max_violation_probability": 0.05, "seeds": [{"a": 0.5}]}
-    refused(create(api, **SAFE, safety=missing), "safety.seeds.0.b", "missing")
+    refused(create(api, **SAFE, safety=missing), "safety.seeds[0].b", "missing")
     outside = {"max_violation_probability": 0.05, "seeds": [{"a": 0.9, "b": 1.9}]}
     rule = [{"terms": {"a": 1, "b": 1}, "op": "<=", "bound": 1.5}]
-    refused(create(api, **SAFE, safety=outside, parameter_constraints=rule), "safety.seeds.0", "parameter_constraints")
+    refused(create(api, **SAFE, safety=outside, parameter_constraints=rule), "safety.seeds[0]", "parameter_constraints")
     refused(create(api, **SAFE, safety={"max_violation_probability": 0.9}), "safety.max_violation_probability")
     refused(create(api, safety={"max_violation_probability": 0.05}), "safety", "outcome constraints")
 

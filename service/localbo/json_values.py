@@ -39,7 +39,8 @@ def unstorable_number(value: int | float) -> str | None:
     return None
 
 
-def _join(where: tuple[Any, ...]) -> str:
+def field_path(where: tuple[Any, ...] | list[Any]) -> str:
+    """A field's name in a 4xx: ``constraints[0].metric``, list positions in brackets, keys after dots."""
     out = ""
     for part in where:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -57,27 +58,27 @@ def find_problem(value: Any, where: tuple[Any, ...] = (), max_depth: int = MAX_D
         item, at, depth = stack.pop()
         if isinstance(item, dict | list):
             if depth >= max_depth:
-                return _join(at) or "body", f"nested deeper than {max_depth} levels"
+                return field_path(at) or "body", f"nested deeper than {max_depth} levels"
             if isinstance(item, dict):
                 for key, child in item.items():
                     problem = unstorable_text(key) if isinstance(key, str) else "expected string keys"
                     if problem:
-                        return _join(at) or "body", f"key {ascii(key)}: {problem}"
+                        return field_path(at) or "body", f"key {ascii(key)}: {problem}"
                     stack.append((child, (*at, key), depth + 1))
             else:
                 stack.extend((child, (*at, i), depth + 1) for i, child in enumerate(item))
         elif isinstance(item, str):
             problem = unstorable_text(item)
             if problem:
-                return _join(at) or "body", problem
+                return field_path(at) or "body", problem
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int | float):
             problem = unstorable_number(item)
             if problem:
-                return _join(at) or "body", problem
+                return field_path(at) or "body", problem
         else:
-            return _join(at) or "body", f"expected a JSON value, got {type(item).__name__}"
+            return field_path(at) or "body", f"expected a JSON value, got {type(item).__name__}"
     return None
 
 

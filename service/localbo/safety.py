@@ -43,14 +43,14 @@ def seed_points(outcomes: Outcomes, space: SearchSpace | None, linear: LinearCon
     points: list[list[float]] = []
     for i, seed in enumerate(outcomes.safety.seeds):
         try:
-            x = space.to_unit(seed, field=f"safety.seeds.{i}")
+            x = space.to_unit(seed, field=f"safety.seeds[{i}]")
         except SpaceError as exc:
             raise InvalidInput(exc.field, exc.message) from None
         if linear and linear.worst(x) > TOLERANCE:
-            raise InvalidInput(f"safety.seeds.{i}", "breaks the study's parameter_constraints")
+            raise InvalidInput(f"safety.seeds[{i}]", "breaks the study's parameter_constraints")
         x = space.snap(x)
         if x in points:  # it would be asked twice
-            raise InvalidInput(f"safety.seeds.{i}", f"the same point as safety.seeds.{points.index(x)}")
+            raise InvalidInput(f"safety.seeds[{i}]", f"the same point as safety.seeds[{points.index(x)}]")
         points.append(x)
     return points
 

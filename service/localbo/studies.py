@@ -24,7 +24,7 @@ from localbo.domain.outcomes import (
 from localbo.domain.records import StudyRecord, TrialRecord
 from localbo.errors import Conflict, InvalidInput, NotFound
 from localbo.finite_space import FiniteSpec, is_finite_spec, parse_finite
-from localbo.json_values import find_problem, readable, size_problem
+from localbo.json_values import field_path, find_problem, readable, size_problem
 from localbo.safety import SEED, start_config
 from localbo.safety import seed_points as safety_seeds
 from localbo.space import SearchSpace, SpaceError
@@ -120,8 +120,8 @@ def parse_outcomes(
             try:
                 out.append(model.model_validate(item))
             except ValidationError as exc:
-                loc = ".".join(str(p) for p in exc.errors()[0]["loc"])
-                raise InvalidInput(f"{field}.{i}.{loc}" if loc else f"{field}.{i}", exc.errors()[0]["msg"]) from None
+                where = field_path((field, i, *exc.errors()[0]["loc"]))
+                raise InvalidInput(where, exc.errors()[0]["msg"]) from None
         return tuple(out)
 
     if objectives is not None and not objectives:
@@ -294,7 +294,7 @@ class Studies:
             if direction == "maximize" and outcomes.objectives[0].direction != "maximize":
                 raise InvalidInput(
                     "direction",
-                    f"'maximize' disagrees with objectives.0.direction {outcomes.objectives[0].direction!r}; with "
+                    f"'maximize' disagrees with objectives[0].direction {outcomes.objectives[0].direction!r}; with "
                     "objectives, each objective's direction says its way (direction is the unnamed value's)",
                 )
             direction = outcomes.objectives[0].direction  # the single objective's: best and summaries read it

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from localbo.api.schemas import ErrorOut
 from localbo.errors import LocalboError
+from localbo.json_values import field_path
 
 RETRY_AFTER_SECONDS = 1
 
@@ -23,10 +24,10 @@ BODY_PREFIXES = ("body", "query", "path", "header")
 
 
 def _where(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc]
+    parts = list(loc)
     if parts and parts[0] in BODY_PREFIXES and len(parts) > 1:
         parts = parts[1:]
-    return ".".join(parts) or "body"
+    return field_path(parts) or "body"
 
 
 WHY = {

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from localbo.errors import InvalidInput
+from localbo.json_values import field_path
 from localbo.space import Param, SearchSpace
 
 if TYPE_CHECKING:
@@ -128,10 +129,10 @@ class Outcomes:
         for field, metrics in (("objectives", names), ("constraints", [c.metric for c in self.constraints])):
             for i, name in enumerate(metrics):
                 if not name.strip():
-                    raise InvalidInput(f"{field}.{i}.metric", "a name of spaces only: expected a visible character")
+                    raise InvalidInput(f"{field}[{i}].metric", "a name of spaces only: expected a visible character")
         for i, name in enumerate(names):
             if name in names[:i]:
-                raise InvalidInput(f"objectives.{i}.metric", f"{name!r} is objectives.{names.index(name)} already")
+                raise InvalidInput(f"objectives[{i}].metric", f"{name!r} is objectives[{names.index(name)}] already")
         self._check_reference_point(names)
         if self.constraints and not self.objectives:
             raise InvalidInput("objectives", "outcome constraints need a named objective: objectives=[{metric, ...}]")
@@ -139,16 +140,16 @@ class Outcomes:
         for i, c in enumerate(self.constraints):
             if c.metric in objective:
                 raise InvalidInput(
-                    f"constraints.{i}.metric", f"{c.metric!r} is the objective; constrain another metric"
+                    f"constraints[{i}].metric", f"{c.metric!r} is the objective; constrain another metric"
                 )
             if c in self.constraints[:i]:  # as a repeated parameter constraint is refused
                 first = self.constraints.index(c)
-                raise InvalidInput(f"constraints.{i}", f"the same constraint as constraints.{first}")
+                raise InvalidInput(f"constraints[{i}]", f"the same constraint as constraints[{first}]")
             for j, other in enumerate(self.constraints[:i]):  # p <= 1 with p >= 2: no trial could ever be feasible
                 lower, upper = (c, other) if c.op == ">=" else (other, c)
                 if other.metric == c.metric and other.op != c.op and lower.bound > upper.bound:
                     raise InvalidInput(
-                        f"constraints.{i}", f"no value of {c.metric!r} satisfies it together with constraints.{j}"
+                        f"constraints[{i}]", f"no value of {c.metric!r} satisfies it together with constraints[{j}]"
                     )
         if len(self.metrics) > MAX_METRICS:
             raise InvalidInput("constraints", f"expected at most {MAX_METRICS} metrics, got {len(self.metrics)}")
@@ -310,13 +311,12 @@ def parse_parameter_constraints(
         at += p.width
     parsed: list[ParameterConstraint] = []
     for i, item in enumerate(raw):
-        where = f"parameter_constraints.{i}"
+        where = f"parameter_constraints[{i}]"
         try:
             c = ParameterConstraint.model_validate(item)
         except ValidationError as exc:
             err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise InvalidInput(f"{where}.{loc}" if loc else where, err["msg"]) from None
+            raise InvalidInput(field_path((where, *err["loc"])), err["msg"]) from None
         for name, a in c.terms.items():
             if name not in kinds:
                 raise InvalidInput(
