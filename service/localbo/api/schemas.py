@@ -324,7 +324,10 @@ class PolicyView(BaseModel):
 
 
 class FieldError(BaseModel):
-    field: str = Field(description="Where: a dotted path such as space.x.low, or body")
+    field: str = Field(
+        description="Where: a path in the body, keys after dots and list positions in brackets "
+        "(space.x.low, constraints[1].metric), or body"
+    )
     message: str = Field(description="What was expected there")
 
 
