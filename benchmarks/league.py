@@ -81,7 +81,7 @@ SOURCES = [
     # auto with mpd for its first 4 d results (2026-12-03, 5affcd2): these replace auto's rows above (the variant
     # with mpd's step after 10 exploration points, auto_mpd10_1203 at 8c9c469, was measured and not kept)
     ("auto_mpd_1203", RESULTS / "league_runs"),  # gp100's runs added by --resume at 564406e
-    ("mujoco", RESULTS / "league_runs" / "mujoco_auto_1203"),  # and on Swimmer (Hopper's run was cut for CPU)
+    ("mujoco", RESULTS / "league_runs" / "mujoco_auto_1203"),  # and on Swimmer, Hopper resumed at 993a9b3
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
