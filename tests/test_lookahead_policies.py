@@ -232,3 +232,23 @@ def test_a_policy_runs_through_the_service_and_shows_its_iterate_path(api, polic
     state = view["state"]
     assert state["t"] >= 2 and len(state["x_t"]) == 3
     assert [p["t"] for p in state["path"]] == list(range(state["t"] + 1))
+
+
+def test_mpd_search_iterations_bounds_each_exploration_search_and_keeps_the_batch_in_its_box() -> None:
+    """``search_iterations`` caps L-BFGS-B in each exploration point's search (about 4x cheaper at d = 25 in
+    results/probes/*_mpd_search_iterations_100.md); unset, the search is BoTorch's default, the paper's."""
+    d = 6
+    X = 0.5 + 0.2 * (2 * torch.rand(20, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64) - 1)
+    f, _ = quadratic(d)
+    y = f(X)
+    policy = get_policy("mpd")()
+    batches = {}
+    for iterations in (None, 1):
+        config = {"num_restarts": 2, "raw_samples": 16, "search_iterations": iterations}
+        out = policy.suggest(make_request("mpd", X, y, config=config, seed=3))
+        assert out.X.shape == (1 + d, d)  # x_t and d exploration points
+        assert bool(((out.X[1:] - out.X[0]).abs() <= 0.2 + 1e-12).all())  # inside x_t +- delta
+        batches[iterations] = out.X
+    assert not torch.equal(batches[None], batches[1])  # one iteration stops the searches short
+    with pytest.raises(ValueError, match="search_iterations"):
+        get_policy("mpd").Config.model_validate({"search_iterations": 0})

@@ -102,6 +102,7 @@ def explore(
     acquisition: Callable[[GradientTrace], AcquisitionFunction] | None = None,
     ascent_steps: int = ASCENT_STEPS,
     region: Region | None = None,
+    search_iterations: int | None = None,
 ) -> Exploration:
     """Up to ``count`` points (at least ``min_count``) that greedily minimise alpha_trace at x.
 
@@ -114,6 +115,7 @@ def explore(
         return explore_sequential(
             params, A, x, count, bounds, epsilon=epsilon, min_count=min_count, num_restarts=num_restarts,
             raw_samples=raw_samples, seed=seed, acquisition=acquisition, region=region,
+            search_iterations=search_iterations,
         )  # fmt: skip
     trace = RankOneTrace(params, A, x, capacity=count)
     trace_before = float(trace.trace)
@@ -223,6 +225,7 @@ def explore_sequential(
     seed: int = 0,
     acquisition: Callable[[GradientTrace], AcquisitionFunction] = GradientInformation,
     region: Region | None = None,
+    search_iterations: int | None = None,
 ) -> Exploration:
     """``explore`` with any acquisition built from a ``GradientTrace``: one ``optimize_acqf`` per point (in the
     box; with a ``region``, each point then admitted to it, ``Region.admit``)."""
@@ -233,7 +236,10 @@ def explore_sequential(
     for i in range(count):
         generator = torch.Generator().manual_seed((seed + i) % 2**63)
         starts = initial_conditions(acq, bounds, 1, num_restarts, raw_samples, generator)
-        z, gain = optimize_acqf(acq, bounds, q=1, num_restarts=starts.shape[0], batch_initial_conditions=starts)
+        options = {} if search_iterations is None else {"maxiter": search_iterations}
+        z, gain = optimize_acqf(
+            acq, bounds, q=1, num_restarts=starts.shape[0], batch_initial_conditions=starts, options=options
+        )
         z = z.detach().reshape(1, -1)
         if region is not None:
             z = region.admit(z, bounds[0], bounds[1])
