@@ -196,7 +196,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
             acquisition=self.exploration_acquisition(request, data, x_t, hypers),
             ascent_steps=config.ascent_steps,
             region=None if constraints is None else constraints.region(x_t),
-            search_iterations=getattr(config, "search_iterations", None),
+            search_iterations=getattr(config, "search_iterations", None),  # mpd's sequential search only
         )
         return found.Z, {"trace_before": found.trace_before, "trace_after": found.trace_after}
 
