@@ -236,7 +236,9 @@ def explore_sequential(
     for i in range(count):
         generator = torch.Generator().manual_seed((seed + i) % 2**63)
         starts = initial_conditions(acq, bounds, 1, num_restarts, raw_samples, generator)
-        options = {} if search_iterations is None else {"maxiter": search_iterations}
+        options: dict[str, bool | float | int | str] = (
+            {} if search_iterations is None else {"maxiter": search_iterations}
+        )
         z, gain = optimize_acqf(
             acq, bounds, q=1, num_restarts=starts.shape[0], batch_initial_conditions=starts, options=options
         )
