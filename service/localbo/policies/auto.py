@@ -34,9 +34,8 @@ The choice can change as the study grows (the d <= 10 switch at n = 500; mpd to 
 all the data, a local one at the best point so far (its ``x0``), morbo with its regions on the front of all the data.
 ``configs`` holds settings for the policies it may pick, by name, checked at creation; under them, auto runs minucb
 with its output warp (``CHOSEN_DEFAULTS``: measured ahead on Rosenbrock-25 and Ackley-25, level on gp25; on Swimmer
-the unit-cube window and box, not the warp, cost it; the policy's own default stays the paper's raw values) and mpd
-with its exploration searches capped at 30 L-BFGS-B iterations (about a quarter of the CPU at d = 25 with the regret
-level, results/league_findings.md), otherwise as the paper has it (its warp: Ackley-25 at 100 evaluations 5.05 against 5.37 on the league's seeds, 3 of 5 better;
+the unit-cube window and box, not the warp, cost it; the policy's own default stays the paper's raw values) and mpd as
+the paper has it (its warp: Ackley-25 at 100 evaluations 5.05 against 5.37 on the league's seeds, 3 of 5 better;
 Rosenbrock-25 worse on held-out seeds: results/probes/; a step after 10 exploration points instead of d: Ackley-25
 at 100 4.01 against 5.37, but 2 of 5 Rosenbrock-25 runs did not leave the centre in 100 evaluations and it ended
 behind at 200 and 500: results/league_findings.md, "auto with mpd first").
@@ -79,11 +78,8 @@ MAX_SWITCHES = 20  # kept in the state, newest last
 # at d = 50 and 100).
 # morbo after minucb: candidates that move about 2 coordinates of a front point (the paper's 20 move all of them up to
 # d = 20), so they slide along the front minucb reached rather than leave it (results/multiobjective_findings.md).
-# mpd with 30 L-BFGS-B iterations per exploration search: a quarter of the CPU at d = 25, regret level
-# (results/league_findings.md, "mpd's capped search"; the policy's own default searches to BoTorch's limit).
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
     "minucb": {"output_warp": "power"},
-    "mpd": {"search_iterations": 30},
     "morbo": {"perturbed_coordinates": 2.0},
 }
 
