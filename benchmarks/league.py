@@ -82,6 +82,8 @@ SOURCES = [
     # with mpd's step after 10 exploration points, auto_mpd10_1203 at 8c9c469, was measured and not kept)
     ("auto_mpd_1203", RESULTS / "league_runs"),  # gp100's runs added by --resume at 564406e
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto_1203"),  # and on Swimmer, Hopper resumed at 993a9b3
+    # (auto with mpd's searches capped at 30 L-BFGS-B iterations, auto_mpd30_1203 and mujoco_auto30_1203 at 95e146d,
+    # a tenth of the CPU, was measured and not kept: behind on gp25 and gp50 early, league_findings.md)
 ]
 # The d = 100 question: gp100 runs that change one setting at a time (synthetic.py --policy-config)
 D100 = RESULTS / "d100"
