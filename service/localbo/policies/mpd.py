@@ -18,8 +18,8 @@ along Sigma^{-1} mu (algorithms.md 2) instead of the paper's p*. Defaults are MP
 delta 0.2, d samples per iteration, N_max = 5 d, no early stop, a MAP refit every iteration; walk
 step 0.01 (unit-cube units), threshold 0.65. The walk stays in [0, 1]^d (clipped; it stops where
 clipping leaves it in place). Each exploration point's search runs BoTorch's L-BFGS-B to its own limit;
-``search_iterations`` caps it (30: about 4x less CPU at d = 25, results/probes/*_mpd_search_iterations_100.md).
-"""
+``search_iterations`` caps it (30: about 3-4x less CPU at d = 25 and 10x at d = 100, but behind on gp25 at every
+checkpoint and on gp50 to 200 when auto ran it: results/league_findings.md, "mpd's searches capped")."""
 
 from __future__ import annotations
 
