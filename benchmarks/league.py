@@ -82,6 +82,12 @@ SOURCES = [
     # with mpd's step after 10 exploration points, auto_mpd10_1203 at 8c9c469, was measured and not kept)
     ("auto_mpd_1203", RESULTS / "league_runs"),  # gp100's runs added by --resume at 564406e
     ("mujoco", RESULTS / "league_runs" / "mujoco_auto_1203"),  # and on Swimmer, Hopper resumed at 993a9b3
+    # Ackley-25 and Rosenbrock-25, every method but Ax and GPSampler at the current code on one host (an Intel Xeon,
+    # where Ax's and GPSampler's rows there ran): these replace the rows above, so each verdict there is one host's
+    ("d25_intel_1203", RESULTS / "league_runs"),
+    # and gp25 the same way, every method (Ax's default to 100 evaluations, as before) on that host at that code
+    ("gp25_intel_1203", RESULTS / "league_runs"),
+    ("gp25_ax_intel_1203", RESULTS / "league_runs"),
     # (auto with mpd's searches capped at 30 L-BFGS-B iterations, auto_mpd30_1203 and mujoco_auto30_1203 at 95e146d,
     # a tenth of the CPU, was measured and not kept: behind on gp25 and gp50 early, league_findings.md)
 ]
