@@ -88,8 +88,9 @@ SOURCES = [
     # and gp25 the same way, every method (Ax's default to 100 evaluations, as before) on that host at that code
     ("gp25_intel_1203", RESULTS / "league_runs"),
     ("gp25_ax_intel_1203", RESULTS / "league_runs"),
-    # gp50's local rows, mpd's and auto's on that host at that code (its peers' rows ran on this kind of host already)
+    # gp50's and gp100's local rows, mpd's and auto's on that host at that code (their peers ran on it already)
     ("gp50_intel_1203", RESULTS / "league_runs"),
+    ("gp100_intel_1203", RESULTS / "league_runs"),
     # (auto with mpd's searches capped at 30 L-BFGS-B iterations, auto_mpd30_1203 and mujoco_auto30_1203 at 95e146d,
     # a tenth of the CPU, was measured and not kept: behind on gp25 and gp50 early, league_findings.md)
 ]
