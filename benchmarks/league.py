@@ -91,6 +91,13 @@ SOURCES = [
     # gp50's and gp100's local rows, mpd's and auto's on that host at that code (their peers ran on it already)
     ("gp50_intel_1203", RESULTS / "league_runs"),
     ("gp100_intel_1203", RESULTS / "league_runs"),
+    # the MuJoCo peers that had no row (2026-12-04, AMD EPYC, the kind of host of the MuJoCo peers' and auto's rows):
+    # Ax's default to 200 episodes on Swimmer and Hopper, GPSampler to 500 on both (Hopper's first 200-episode runs,
+    # in mujoco_gpsampler_1204 beside Swimmer's, are replaced by mujoco_gpsampler500_1204's)
+    ("mujoco", RESULTS / "league_runs" / "mujoco_ax_1204"),
+    ("mujoco", RESULTS / "league_runs" / "mujoco_gpsampler_1204"),
+    ("mujoco", RESULTS / "league_runs" / "mujoco_gpsampler500_1204"),
+    ("ax_1204_gp100", RESULTS / "league_runs"),  # and Ax's default on gp100 (100 evaluations), the same host
     # (auto with mpd's searches capped at 30 L-BFGS-B iterations, auto_mpd30_1203 and mujoco_auto30_1203 at 95e146d,
     # a tenth of the CPU, was measured and not kept: behind on gp25 and gp50 early, league_findings.md)
 ]
