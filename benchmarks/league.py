@@ -97,7 +97,7 @@ SOURCES = [
     ("mujoco", RESULTS / "league_runs" / "mujoco_ax_1204"),
     ("mujoco", RESULTS / "league_runs" / "mujoco_gpsampler_1204"),
     ("mujoco", RESULTS / "league_runs" / "mujoco_gpsampler500_1204"),
-    ("ax_1204_gp100", RESULTS / "league_runs"),  # and Ax's default on gp100 (100 evaluations), the same host
+    ("ax_1204_gp100", RESULTS / "league_runs"),  # and Ax's default on gp100 (100 evaluations), AMD (its peers: Intel)
     # (auto with mpd's searches capped at 30 L-BFGS-B iterations, auto_mpd30_1203 and mujoco_auto30_1203 at 95e146d,
     # a tenth of the CPU, was measured and not kept: behind on gp25 and gp50 early, league_findings.md)
 ]
