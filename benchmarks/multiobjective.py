@@ -39,9 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -62,7 +60,18 @@ from harness.multiobjective import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import Key, by_se, fmt, mean_se, parse_per_method, pick_only, run_all, runs_by_commit, say, versions  # noqa: E402
+from harness.sweep import (  # noqa: E402
+    Key,
+    by_se,
+    fmt,
+    mean_se,
+    parse_per_method,
+    pick_only,
+    run_and_report,
+    runs_by_commit,
+    say,
+    versions,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
@@ -424,35 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
-    t0 = time.monotonic()
-    deadline = time.time() + 60 * args.deadline_min if args.deadline_min else None
-
-    def on_done(key: Key, summary: dict[str, Any] | None, error: str | None) -> None:
-        label = f"{key[0]}/{key[1]}/seed {key[2]}"
-        if summary is None:
-            state["failed"].append({"key": label, "error": (error or "?").splitlines()[0]})
-            say(f"FAILED {label}: {error}")
-        else:
-            state["runs"].append({**summary, "commit": meta["commit"]})
-            last = summary["log_hv_diff"][str(summary["evals"])]
-            say(
-                f"[{time.monotonic() - t0:7.0f} s] {label}: log10 HV diff {last:.3f}, {summary['infeasible']} "
-                f"infeasible, {summary['fallbacks']} fallbacks, {summary['wall_s']:.1f} s wall, "
-                f"{summary['cpu_s']:.1f} s CPU"
-            )
-        meta["wall_s"] = time.monotonic() - t0
-        write(out, state)
-
-    say(f"{len(keys)} runs, {args.jobs} at a time; writing {out}")
-    left = run_all(keys, args.jobs, args.threads, deadline, on_done, execute)
-    usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
-    meta["wall_s"] = time.monotonic() - t0
-    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in [*left, *later]]
-    write(out, state)
-    print((out / f"{NAME}.md").read_text())
-    say(f"done in {meta['wall_s']:.0f} s; wrote {out / (NAME + '.md')} and {json_path.name}")
-    return 1 if state["failed"] else 0
+    return run_and_report(
+        keys, later, args, state, out, NAME, write, execute,
+        lambda summary: f"log10 HV diff {summary['log_hv_diff'][str(summary['evals'])]:.3f}",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """What the peer benchmarks (``constrained.py``, ``multiobjective.py``) share: a plan of (problem, method, seed,
 evals) runs executed in order, ``jobs`` at a time in spawned processes of ``threads`` torch threads, none started
-after a deadline; the package versions of the header; per-method budgets from the command line; mean ± standard
-error; and Ax's loggers quietened."""
+after a deadline, the results rewritten after each run (``run_and_report``); the package versions of the header;
+per-method budgets from the command line; mean ± standard error; and Ax's loggers quietened."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import math
+import resource
 import statistics
 import sys
 import time
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from importlib import metadata
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Any
 
 Key = tuple[str, str, int, int]  # problem, method, seed, evals
@@ -98,6 +100,46 @@ def run_all(
             for future in done:
                 on_done(running.pop(future), *future.result())
     return todo
+
+
+def run_and_report(
+    keys: list[Key], later: list[Key], args: argparse.Namespace, state: dict[str, Any], out: Path, name: str,
+    write: Callable[[Path, dict[str, Any]], None], execute: Callable[[Key], Outcome],
+    headline: Callable[[dict[str, Any]], str],
+) -> int:  # fmt: skip
+    """Run ``keys`` (``args.jobs`` at a time, none started after ``args.deadline_min`` minutes), each run's summary
+    into ``state["runs"]`` (stamped with the run's commit) or its failure into ``state["failed"]``, the results
+    rewritten whole after each (``write``), so a run cut short leaves a table of what ran; then the CPU seconds of
+    every process and the runs not started (``later``: those ``--only`` left) in ``state["meta"]``, and the table
+    printed. ``headline(summary)``: what the log says of a finished run. Returns 1 when a run failed, else 0."""
+    meta = state["meta"]
+    t0 = time.monotonic()
+    deadline = time.time() + 60 * args.deadline_min if args.deadline_min else None
+
+    def on_done(key: Key, summary: dict[str, Any] | None, error: str | None) -> None:
+        label = f"{key[0]}/{key[1]}/seed {key[2]}"
+        if summary is None:
+            state["failed"].append({"key": label, "error": (error or "?").splitlines()[0]})
+            say(f"FAILED {label}: {error}")
+        else:
+            state["runs"].append({**summary, "commit": meta["commit"]})
+            say(
+                f"[{time.monotonic() - t0:7.0f} s] {label}: {headline(summary)}, {summary['infeasible']} infeasible, "
+                f"{summary['fallbacks']} fallbacks, {summary['wall_s']:.1f} s wall, {summary['cpu_s']:.1f} s CPU"
+            )
+        meta["wall_s"] = time.monotonic() - t0
+        write(out, state)
+
+    say(f"{len(keys)} runs, {args.jobs} at a time; writing {out}")
+    left = run_all(keys, args.jobs, args.threads, deadline, on_done, execute)
+    usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    meta["cpu_children_s"] = sum(u.ru_utime + u.ru_stime for u in usage)
+    meta["wall_s"] = time.monotonic() - t0
+    meta["not_run"] = [f"{p}/{m}/seed {s}" for p, m, s, _ in [*left, *later]]
+    write(out, state)
+    print((out / f"{name}.md").read_text())
+    say(f"done in {meta['wall_s']:.0f} s; wrote {out / (name + '.md')} and {name}.json")
+    return 1 if state["failed"] else 0
 
 
 def runs_by_commit(
