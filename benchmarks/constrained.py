@@ -49,6 +49,7 @@ from harness import numerics  # noqa: E402
 
 numerics.pin()  # before numpy and torch load: a seed takes the same path on any AVX2 host (harness/numerics.py)
 
+from harness import sweep  # noqa: E402
 from harness.constrained import (  # noqa: E402
     AX_METHODS,
     LOCALBO_METHODS,
@@ -59,18 +60,7 @@ from harness.constrained import (  # noqa: E402
     split_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import (  # noqa: E402
-    Key,
-    by_se,
-    fmt,
-    mean_se,
-    parse_per_method,
-    pick_only,
-    run_and_report,
-    runs_by_commit,
-    say,
-    versions,
-)
+from harness.sweep import Key, by_se, fmt, mean_se, parse_per_method, pick_only, runs_by_commit, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "constrained"
@@ -551,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
-    return run_and_report(
+    return sweep.run_and_report(
         keys, later, args, state, out, NAME, write, execute_at_checkpoints,
         lambda summary: f"best feasible {summary['best'][str(summary['evals'])]}",
     )  # fmt: skip

@@ -49,6 +49,7 @@ from harness import numerics  # noqa: E402
 
 numerics.pin()  # before numpy and torch load: a seed takes the same path on any AVX2 host (harness/numerics.py)
 
+from harness import sweep  # noqa: E402
 from harness.multiobjective import (  # noqa: E402
     AX_METHODS,
     LOCALBO_METHODS,
@@ -60,18 +61,7 @@ from harness.multiobjective import (  # noqa: E402
     run_method,
 )
 from harness.runs import output_dir, run_meta  # noqa: E402
-from harness.sweep import (  # noqa: E402
-    Key,
-    by_se,
-    fmt,
-    mean_se,
-    parse_per_method,
-    pick_only,
-    run_and_report,
-    runs_by_commit,
-    say,
-    versions,
-)
+from harness.sweep import Key, by_se, fmt, mean_se, parse_per_method, pick_only, runs_by_commit, say, versions  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "multiobjective"
@@ -433,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     })  # fmt: skip
     state["meta"] = meta
     write(out, state)
-    return run_and_report(
+    return sweep.run_and_report(
         keys, later, args, state, out, NAME, write, execute,
         lambda summary: f"log10 HV diff {summary['log_hv_diff'][str(summary['evals'])]:.3f}",
     )  # fmt: skip
