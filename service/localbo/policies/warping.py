@@ -6,6 +6,9 @@
 with mean_w, std_w and lambda from the values of the GP's window (the last n_max results), applied to every y.
 The warp is increasing for every lambda, so which point is best, and every comparison of values, is unchanged;
 only the model's view of the spread is. lambda is clipped to [-3, 3] (a window of a few points can ask for more).
+
+The global policies may instead clip the bad tail (``winsorized``: Ax's Winsorize when minimising), which keeps the
+best values and their order and caps only the outliers above Tukey's upper fence.
 """
 
 from __future__ import annotations
@@ -30,3 +33,13 @@ def power_warp(y: Tensor, window: Tensor) -> Tensor:
     lam = min(max(float(fitted), -LAMBDA_BOUND), LAMBDA_BOUND)
     warped = stats.yeojohnson(((y - mean) / std).cpu().numpy(), lmbda=lam)
     return torch.as_tensor(warped, dtype=y.dtype, device=y.device)
+
+
+def winsorized(y: Tensor) -> Tensor:
+    """y (to minimise) clipped above Tukey's upper fence q3 + 1.5 (q3 - q1), as Ax's Winsorize: the best values and
+    their order are kept, the bad outliers capped; y as it is below four values."""
+    if y.numel() < 4:
+        return y
+    q1 = torch.quantile(y, 0.25, interpolation="lower")
+    q3 = torch.quantile(y, 0.75, interpolation="higher")
+    return y.clamp_max(q3 + 1.5 * (q3 - q1))
