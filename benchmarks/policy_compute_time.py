@@ -205,6 +205,8 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
     from harness.cost_n import gp_points, suggest_cost
     from harness.runs import commit_of
 
+    on_gpu = args.device != "cpu"
+    ratio = "wall s" if on_gpu else "CPU s"  # on a GPU the process's CPU seconds are mostly launches and waits
     lines = [
         "# A suggest's cost against the number of results",
         "",
@@ -216,13 +218,19 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
         "CPU seconds are this process's (one thread: one quiet core's work even on a shared machine). `max_data`: "
         "the policy's bound on its GP data (`-`: the policy has none; local policies fit a window of 5 d)"
         + (
+            f". On {args.device}: the wall seconds wait for the device to finish, the ratio is of wall seconds, and "
+            "a local policy's suggest runs once untimed first (the device's first kernels of a size compile)"
+            if on_gpu
+            else ""
+        )
+        + (
             f". {args.objectives} objectives: half the points on DTLZ2's front (`harness/cost_n.py`); `max_data` "
             "shows the GPs' bound / the baseline's (`max_baseline`), `front` the Pareto front's size at n."
             if args.objectives > 1
             else "."
         ),
         "",
-        "| policy | d | n | max_data | GP points | suggest, CPU s | wall s | CPU s / CPU s at the first n |"
+        f"| policy | d | n | max_data | GP points | suggest, CPU s | wall s | {ratio} at n / at the first n |"
         + (" front |" if args.objectives > 1 else ""),
         "|---|---|---|---|---|---|---|---|" + ("---|" if args.objectives > 1 else ""),
     ]
@@ -239,19 +247,18 @@ def cost_against_n(args: argparse.Namespace, extra: dict[str, Any], where: str) 
                 for n in args.ns:
                     if config.get("max_data", 0) is None and n > args.uncapped_up_to:
                         continue
-                    r = suggest_cost(policy, d, n, config, args.objectives)
-                    first = first or r["cpu"]
+                    r = suggest_cost(policy, d, n, config, args.objectives, args.device)
+                    first = first or r["wall" if on_gpu else "cpu"]
                     dumped = get_policy(policy).Config(**config).model_dump()
                     cap = " / ".join(str(dumped.get(c)) for c in caps) if bounded else "-"
                     row = (f"| {policy} | {d} | {n} | {cap} | {gp_points(policy, d, n, config)} | {r['cpu']:.2f} "
-                           f"| {r['wall']:.2f} | {r['cpu'] / first:.2f} |")  # fmt: skip
+                           f"| {r['wall']:.2f} | {r['wall' if on_gpu else 'cpu'] / first:.2f} |")  # fmt: skip
                     if args.objectives > 1:
                         row += f" {r['front']} |"
                     print(row, flush=True)
                     lines.append(row)
-    if args.out:
-        with open(args.out, "w") as out:
-            out.write("\n".join(lines) + "\n")
+                    if args.out:  # row by row: a run stopped by a time limit keeps what it measured
+                        Path(args.out).write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -347,7 +347,13 @@ def split_method(method: str) -> tuple[str, set[str]]:
 
 
 def run_direct(
-    problem: Problem, method: str, seed: int, evals: int, run: ConstrainedRun, config: dict[str, Any] | None = None
+    problem: Problem,
+    method: str,
+    seed: int,
+    evals: int,
+    run: ConstrainedRun,
+    config: dict[str, Any] | None = None,
+    device: str = "cpu",
 ) -> None:
     from localbo.planning.fallback import mixed_seed
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
@@ -404,6 +410,7 @@ def run_direct(
             request = make_request(
                 cls, stack(X_done, d), torch.tensor(y_done, dtype=DTYPE), pending=stack([x for x, _ in queue], d),
                 state=state, config=policy_config, seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version),
+                device=device,
             )  # fmt: skip
             request = dataclasses.replace(
                 request,

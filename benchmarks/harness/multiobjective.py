@@ -261,7 +261,13 @@ def is_localbo_method(method: str) -> bool:
 
 
 def run_direct(
-    problem: Problem, method: str, seed: int, evals: int, run: MORun, config: dict[str, Any] | None = None
+    problem: Problem,
+    method: str,
+    seed: int,
+    evals: int,
+    run: MORun,
+    config: dict[str, Any] | None = None,
+    device: str = "cpu",
 ) -> None:
     from localbo.planning.fallback import mixed_seed
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
@@ -291,7 +297,7 @@ def run_direct(
             Y = stack(Y_done, k)
             request = make_request(
                 cls, stack(X_done, d), Y[:, 0], pending=stack([x for x, _ in queue], d), state=state, config=config,
-                seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version),
+                seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version), device=device,
             )  # fmt: skip
             request = dataclasses.replace(
                 request, Y=Y, reference_point=problem.ref.clone(),
