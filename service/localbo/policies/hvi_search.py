@@ -49,14 +49,16 @@ class SearchSettings:
 
 
 def _linear_constraints(
-    polytope: Polytope, d: int
+    polytope: Polytope, like: Tensor
 ) -> tuple[list[tuple[Tensor, Tensor, float]] | None, list[tuple[Tensor, Tensor, float]] | None]:
-    """The polytope as optimize_acqf's (indices, coefficients, rhs) constraints: A_ub u <= b as -A_ub u >= -b."""
-    index = torch.arange(d)
-    A_ub = polytope.A_ub.detach().cpu().double().reshape(-1, d)
-    A_eq = polytope.A_eq.detach().cpu().double().reshape(-1, d)
-    b_ub = polytope.b_ub.detach().cpu().double().reshape(-1)
-    b_eq = polytope.b_eq.detach().cpu().double().reshape(-1)
+    """The polytope as optimize_acqf's (indices, coefficients, rhs) constraints: A_ub u <= b as -A_ub u >= -b, on
+    ``like``'s device (the bounds' and the models': optimize_acqf checks its starts against them there)."""
+    d = like.shape[-1]
+    index = torch.arange(d, device=like.device)
+    A_ub = polytope.A_ub.detach().to(like).reshape(-1, d)
+    A_eq = polytope.A_eq.detach().to(like).reshape(-1, d)
+    b_ub = polytope.b_ub.detach().double().reshape(-1)
+    b_eq = polytope.b_eq.detach().double().reshape(-1)
     ineq = [(index, -A_ub[i], -float(b_ub[i])) for i in range(A_ub.shape[0])]
     eq = [(index, A_eq[i], float(b_eq[i])) for i in range(A_eq.shape[0])]
     return ineq or None, eq or None
@@ -124,7 +126,7 @@ def maximise(
     if polytope is None:
         starts = initial_conditions(acq, bounds, q, settings.num_restarts, settings.raw_samples, g)
     else:
-        ineq, eq = _linear_constraints(polytope, d)
+        ineq, eq = _linear_constraints(polytope, bounds)
         lo, hi = bounds[0].cpu().double(), bounds[1].cpu().double()
         raw = sample(polytope, settings.raw_samples * q, g, lo, hi, thinning=1).to(bounds).reshape(-1, q, d)
         with torch.no_grad():
