@@ -319,3 +319,24 @@ def test_studies_go_to_the_gpu_queue_by_their_config_or_their_size(tmp_path: Pat
         assert engine.queue_for(cpu, 1000) == "cpu" and engine.queue_for(gpu, 0) == "gpu"
     finally:
         engine.close()
+
+
+def test_the_size_that_routes_to_the_gpu_is_the_data_the_policys_gp_fits(tmp_path: Path) -> None:
+    """A local policy fits a window of 5 d results, a global one its max_data: past them a study grows no bigger
+    for a GPU (benchmarks/results/gpu/gpu_findings.md: one CPU thread beats an H200 on minucb's window)."""
+    engine = Engine(make_settings(f"sqlite:///{tmp_path / 'db.sqlite'}", gpu_min_size=1000))
+    try:
+        engine.create_study("local", "minimize", space(10), "minucb", {})
+        engine.create_study("window", "minimize", space(10), "minucb", {"n_max": 200})
+        engine.create_study("bounded", "minimize", space(10), "ei", {"max_data": 50})
+        engine.create_study("all", "minimize", space(10), "ei", {"max_data": None})
+        with engine.db.begin() as conn:
+            local, window, bounded, everything = (
+                repo.get_study(conn, n) for n in ("local", "window", "bounded", "all")
+            )
+        assert engine.queue_for(local, 10_000) == "cpu"  # a window of 50 results x 10 parameters < 1000
+        assert [engine.queue_for(window, n) for n in (99, 100, 10_000)] == ["cpu", "gpu", "gpu"]
+        assert engine.queue_for(bounded, 10_000) == "cpu"  # 50 x 10
+        assert [engine.queue_for(everything, n) for n in (99, 100)] == ["cpu", "gpu"]
+    finally:
+        engine.close()

@@ -108,7 +108,10 @@ class Settings(BaseSettings):
     )
     worker_metrics_host: str = Field(default="127.0.0.1", description="The address a worker's metrics listen on")
     gpu_min_size: int = Field(
-        default=0, ge=0, description="Route studies with observations x parameters >= this to the gpu queue (0: never)"
+        default=0,
+        ge=0,
+        description="Route studies with GP points x parameters >= this to the gpu queue (0: never); GP points: the "
+        "results the policy's GP fits (a local policy's window, a global one's max_data)",
     )
 
 

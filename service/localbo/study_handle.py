@@ -70,6 +70,12 @@ class StudyHandle:
     def queue(self) -> str:
         return "auto" if self.policy is None or self.config is None else self.policy.queue(self.config)
 
+    def gp_points(self, n: int) -> int:
+        """How many of n results the policy's GP fits."""
+        return (
+            n if self.policy is None or self.config is None else self.policy.gp_points(self.config, self.space.dim, n)
+        )
+
     def kernel(self) -> KernelKind:
         return "rbf" if self.policy is None or self.config is None else self.policy.kernel(self.config)
 

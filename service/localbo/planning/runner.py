@@ -54,11 +54,13 @@ class PolicyRunner:
         self.settings, self.executor, self.device = settings, executor, device
 
     def queue_for(self, study: StudyHandle, n: int) -> str:
-        """The worker queue: the study's policy says, else its size (observations x parameters)."""
+        """The worker queue: the study's policy says, else its size: the results its GP fits (a local policy's
+        window, a global one's ``max_data``) x parameters. A GPU pays only for a large GP
+        (``benchmarks/results/gpu/gpu_findings.md``)."""
         queue = study.queue()
         if queue != "auto":
             return queue
-        size = n * study.space.dim
+        size = study.gp_points(n) * study.space.dim
         return "gpu" if self.settings.gpu_min_size and size >= self.settings.gpu_min_size else "cpu"
 
     def run(

@@ -357,6 +357,13 @@ class Policy(ABC, Generic[ConfigT, StateT]):
         return "auto"
 
     @classmethod
+    def gp_points(cls, config: ConfigT, dim: int, n: int) -> int:
+        """How many of n results its GP fits (what a suggest's work grows with, and a GPU's gain): ``max_data``
+        where the config bounds the data, else all n."""
+        cap = getattr(config, "max_data", None)
+        return n if cap is None else min(n, int(cap))
+
+    @classmethod
     def kernel(cls, config: ConfigT) -> KernelKind:
         """The GP kernel the policy models the objective with (the dashboard's analysis uses the same)."""
         return "rbf"

@@ -116,6 +116,10 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         return config.queue
 
     @classmethod
+    def gp_points(cls, config: LocalConfigT, dim: int, n: int) -> int:
+        return min(n, config.n_max or 5 * dim)  # the window of the last N_max results
+
+    @classmethod
     def kernel(cls, config: LocalConfigT) -> KernelKind:
         return config.kernel
 
