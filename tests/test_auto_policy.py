@@ -73,6 +73,8 @@ def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> N
     from localbo.policies.auto import inner_config
 
     assert inner_config("minucb", Auto.Config(), None).output_warp == "power"  # auto's measured setting
+    assert inner_config("ei", Auto.Config(), None).winsorize  # likewise (results/probes/*_ei_winsorize_100.md)
+    assert not inner_config("ei", Auto.Config(configs={"ei": {"winsorize": False}}), None).winsorize
     mine = Auto.Config(configs={"minucb": {"output_warp": "none"}})
     assert inner_config("minucb", mine, None).output_warp == "none"  # the study's own setting comes first
     assert inner_config("minucb", Auto.Config(), None).samples_per_iteration is None  # d, the paper's batches

@@ -32,7 +32,10 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
 The choice can change as the study grows (the d <= 10 switch at n = 500; mpd to minucb at 4 d results above, set by
 ``mpd_until``; minucb to morbo at 5 d results for several objectives, ``morbo_after``): the new policy starts fresh on
 all the data, a local one at the best point so far (its ``x0``), morbo with its regions on the front of all the data.
-``configs`` holds settings for the policies it may pick, by name, checked at creation; under them, auto runs minucb
+``configs`` holds settings for the policies it may pick, by name, checked at creation; under them, auto runs ei
+with ``winsorize`` (its GP fitted to y clipped above Tukey's upper fence, as Ax does: a fifth of the regret on
+Rosenbrock-3 and -4 at 100 evaluations, a tenth on Goldstein-Price, 1.2x on Rosenbrock-10; the policy's own default
+stays off) and minucb
 with its output warp (``CHOSEN_DEFAULTS``: measured ahead on Rosenbrock-25 and Ackley-25, level on gp25; on Swimmer
 the unit-cube window and box, not the warp, cost it; the policy's own default stays the paper's raw values) and mpd as
 the paper has it (its warp: Ackley-25 at 100 evaluations 5.05 against 5.37 on the league's seeds, 3 of 5 better;
@@ -78,7 +81,12 @@ MAX_SWITCHES = 20  # kept in the state, newest last
 # at d = 50 and 100).
 # morbo after minucb: candidates that move about 2 coordinates of a front point (the paper's 20 move all of them up to
 # d = 20), so they slide along the front minucb reached rather than leave it (results/multiobjective_findings.md).
+# ei with Ax's Winsorize (y clipped above Tukey's upper fence for its GP): on the 14 lipschitz.md objectives, 10 seeds
+# paired at 100 evaluations, it cut the regret on Rosenbrock-2/3/4, Goldstein-Price and six-hump camel to 0.1-0.5x,
+# left 8 level and cost Rosenbrock-10 1.2x (within one standard error; 1.3x at 50, 5 seeds of 10 worse)
+# (results/probes/*_ei_winsorize_100.md; results/league_findings.md, "Winsorize where auto runs ei").
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ei": {"winsorize": True},
     "minucb": {"output_warp": "power"},
     "morbo": {"perturbed_coordinates": 2.0},
 }
