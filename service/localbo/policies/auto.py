@@ -35,13 +35,12 @@ all the data, a local one at the best point so far (its ``x0``), morbo with its 
 ``configs`` holds settings for the policies it may pick, by name, checked at creation; under them, auto runs ei
 with ``winsorize`` (its GP fitted to y clipped above Tukey's upper fence, as Ax does: a fifth of the regret on
 Rosenbrock-3 and -4 at 100 evaluations, a tenth on Goldstein-Price, 1.2x on Rosenbrock-10; the policy's own default
-stays off) and minucb
-with its output warp (``CHOSEN_DEFAULTS``: measured ahead on Rosenbrock-25 and Ackley-25, level on gp25; on Swimmer
-the unit-cube window and box, not the warp, cost it; the policy's own default stays the paper's raw values) and mpd as
-the paper has it (its warp: Ackley-25 at 100 evaluations 5.05 against 5.37 on the league's seeds, 3 of 5 better;
-Rosenbrock-25 worse on held-out seeds: results/probes/; a step after 10 exploration points instead of d: Ackley-25
-at 100 4.01 against 5.37, but 2 of 5 Rosenbrock-25 runs did not leave the centre in 100 evaluations and it ended
-behind at 200 and 500: results/league_findings.md, "auto with mpd first").
+stays off), minucb with its output warp (``CHOSEN_DEFAULTS``: measured ahead on Rosenbrock-25 and Ackley-25, level
+on gp25; on Swimmer the unit-cube window and box, not the warp, cost it; the policy's own default stays the paper's
+raw values) and mpd as the paper has it (its warp: Ackley-25 at 100 evaluations 5.05 against 5.37 on the league's
+seeds, 3 of 5 better; Rosenbrock-25 worse on held-out seeds: results/probes/; a step after 10 exploration points
+instead of d: Ackley-25 at 100 4.01 against 5.37, but 2 of 5 Rosenbrock-25 runs did not leave the centre in 100
+evaluations and it ended behind at 200 and 500: results/league_findings.md, "auto with mpd first").
 The state keeps the chosen policy's own state and the switches (bounded); ``display``
 shows the chosen policy's display with "auto: chose" and "auto: why" added.
 """
