@@ -69,6 +69,11 @@ def test_auto_switches_from_global_to_local_at_the_best_point_and_says_so() -> N
     y = (X - 0.3).pow(2).sum(-1)
     out = Auto().suggest(make_request("auto", X, y, state=first.state))
     assert out.state.chosen == "minucb"
+    # the GP data a GPU would see (LOCALBO_GPU_MIN_SIZE): all n before a choice, then the chosen policy's bound
+    config = Auto.Config(configs={"ei": {"candidates": 64}})
+    assert Auto.gp_points(Auto.State(), config, 3, 10_000) == 10_000
+    assert Auto.gp_points(first.state, config, 3, 10_000) == GLOBAL_MAX_N  # ei's max_data
+    assert Auto.gp_points(out.state, config, 3, 10_000) == 15  # minucb's window, 5 d
     assert out.state.x0 == X[int(y.argmin())].tolist()  # the local policy starts at the best point so far
     from localbo.policies.auto import inner_config
 

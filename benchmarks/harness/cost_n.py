@@ -21,7 +21,7 @@ LOCAL = ("minucb", "la-minucb", "gibo", "mpd")  # their iteration-ending suggest
 def gp_points(policy: str, d: int, n: int, config: dict[str, Any]) -> int:
     """How many results the policy's GP fits at n (its window, or its max_data): ``Policy.gp_points``."""
     cls = get_policy(policy)
-    return cls.gp_points(cls.Config(**config), d, n)
+    return cls.gp_points(cls.State(), cls.Config(**config), d, n)
 
 
 def front_data(d: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -111,7 +111,7 @@ class Settings(BaseSettings):
         default=0,
         ge=0,
         description="Route studies with GP points x parameters >= this to the gpu queue (0: never); GP points: the "
-        "results the policy's GP fits (a local policy's window, a global one's max_data)",
+        "results the policy's GP fits (a local policy's window, a global one's max_data; auto: its last choice's)",
     )
 
 

@@ -73,7 +73,9 @@ class StudyHandle:
     def gp_points(self, n: int) -> int:
         """How many of n results the policy's GP fits."""
         return (
-            n if self.policy is None or self.config is None else self.policy.gp_points(self.config, self.space.dim, n)
+            n
+            if self.policy is None or self.config is None
+            else self.policy.gp_points(self.state, self.config, self.space.dim, n)
         )
 
     def kernel(self) -> KernelKind:

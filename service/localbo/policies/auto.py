@@ -294,6 +294,12 @@ class Auto(Policy[AutoConfig, AutoState]):
         return super().fallback_box(state, config, dim) if inner is None else inner[0].fallback_box(*inner[1:], dim)
 
     @classmethod
+    def gp_points(cls, state: AutoState, config: AutoConfig, dim: int, n: int) -> int:
+        """The GP data of the policy it chose last (all n before its first choice)."""
+        inner = cls._inner(state, config)
+        return n if inner is None else inner[0].gp_points(*inner[1:], dim, n)
+
+    @classmethod
     def display(cls, state: AutoState, config: AutoConfig, n_complete: int) -> Display | None:
         inner = cls._inner(state, config)
         if inner is None:

@@ -357,7 +357,7 @@ class Policy(ABC, Generic[ConfigT, StateT]):
         return "auto"
 
     @classmethod
-    def gp_points(cls, config: ConfigT, dim: int, n: int) -> int:
+    def gp_points(cls, state: StateT, config: ConfigT, dim: int, n: int) -> int:
         """How many of n results its GP fits (what a suggest's work grows with, and a GPU's gain): ``max_data``
         where the config bounds the data, else all n."""
         cap = getattr(config, "max_data", None)

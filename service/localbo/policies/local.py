@@ -116,7 +116,7 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
         return config.queue
 
     @classmethod
-    def gp_points(cls, config: LocalConfigT, dim: int, n: int) -> int:
+    def gp_points(cls, state: LocalState, config: LocalConfigT, dim: int, n: int) -> int:
         return min(n, config.n_max or 5 * dim)  # the window of the last N_max results
 
     @classmethod
