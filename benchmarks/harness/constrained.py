@@ -359,7 +359,7 @@ def run_direct(
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
     from localbo.policies import get_policy
     from localbo.policies.polytope import feasible_or_none, sample
-    from localbo.policies.requests import make_request
+    from localbo.policies.requests import make_request, on_device
 
     base, modes = split_method(method)
     mode = "safe" if "safe" in modes else "avoid" if "avoid" in modes else ""
@@ -412,14 +412,14 @@ def run_direct(
                 state=state, config=policy_config, seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version),
                 device=device,
             )  # fmt: skip
-            request = dataclasses.replace(
+            request = on_device(dataclasses.replace(  # the added tensors on the device too, as the engine's
                 request,
                 C=stack(C_done, problem.m) if models_constraints else None,
                 polytope=polytope,
                 X_failed=stack(X_failed, d) if mode == "avoid" else None,
                 n_failed=len(X_failed),  # as the engine: every study's failed trials count
                 max_violation_probability=SAFE_DELTA if mode == "safe" else None,
-            )
+            ))  # fmt: skip
             try:
                 suggestion = cls().suggest(request)
                 X = suggestion.X.detach().to("cpu", DTYPE)

@@ -272,7 +272,7 @@ def run_direct(
     from localbo.planning.fallback import mixed_seed
     from localbo.planning.runner import FAILURE_SALT, RNG_SALT
     from localbo.policies import get_policy
-    from localbo.policies.requests import make_request
+    from localbo.policies.requests import make_request, on_device
 
     policy, options = VARIANTS.get(method, (method, {}))
     cls = get_policy(policy)
@@ -299,10 +299,10 @@ def run_direct(
                 cls, stack(X_done, d), Y[:, 0], pending=stack([x for x, _ in queue], d), state=state, config=config,
                 seed=seed, rng_seed=mixed_seed(seed, RNG_SALT, version), device=device,
             )  # fmt: skip
-            request = dataclasses.replace(
+            request = on_device(dataclasses.replace(  # the added tensors on the device too, as the engine's
                 request, Y=Y, reference_point=problem.ref.clone(),
                 C=stack(C_done, problem.m) if models_constraints else None,
-            )  # fmt: skip
+            ))  # fmt: skip
             try:
                 suggestion = cls().suggest(request)
                 X = suggestion.X.detach().to("cpu", DTYPE)

@@ -1,14 +1,46 @@
 """Building a ``SuggestRequest`` outside the service (tests, benchmarks, a library user), with the
-defaults the service would use: trial numbers 1..n, a fresh or given state, a validated config."""
+defaults the service would use: trial numbers 1..n, a fresh or given state, a validated config, every tensor on
+the request's device."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, TypeVar
 
 import torch
 
 from localbo.policies import get_policy
-from localbo.policies.base import FiniteSpace, Policy, PolicyConfig, PolicyState, SpaceStructure, SuggestRequest
+from localbo.policies.base import (
+    FiniteSpace,
+    Policy,
+    PolicyConfig,
+    PolicyState,
+    Polytope,
+    SpaceStructure,
+    SuggestRequest,
+)
+
+Held = TypeVar("Held", Polytope, FiniteSpace)
+
+
+def _tensors_to(value: Held, device: torch.device) -> Held:
+    fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return dataclasses.replace(value, **{k: v.to(device) for k, v in fields.items() if isinstance(v, torch.Tensor)})
+
+
+def on_device(request: SuggestRequest[Any, Any]) -> SuggestRequest[Any, Any]:
+    """The request with every tensor (its polytope's and finite space's too) on ``request.device``, as the engine
+    hands it over (``planning/runner.py``): a tensor a policy then makes on the CPU beside them is an error here as
+    it would be in the service, not only there."""
+    device = request.device
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(request):
+        value = getattr(request, f.name) if f.init else None  # the generator is made again, from rng_seed
+        if isinstance(value, torch.Tensor):
+            changes[f.name] = value.to(device)
+        elif isinstance(value, (Polytope, FiniteSpace)):
+            changes[f.name] = _tensors_to(value, device)
+    return dataclasses.replace(request, **changes)
 
 
 def make_request(
@@ -35,7 +67,7 @@ def make_request(
         state = cls.State.model_validate(state or {})
     if not isinstance(config, PolicyConfig):
         config = cls.Config.model_validate(config or {})
-    return SuggestRequest(
+    request = SuggestRequest(
         dim=d,
         X=X,
         y=y.to(torch.float64).reshape(-1),
@@ -50,3 +82,4 @@ def make_request(
         device=torch.device(device),
         finite=finite,
     )
+    return on_device(request)

@@ -212,7 +212,7 @@ class Turbo(Policy[TurboConfig, TurboState]):
         region = state.region or Region(length=config.length_init)
         counted = set(state.counted)
         C_all = request.C if request.C is not None and request.C.numel() and request.C.shape[-1] else None
-        v_all = total_violation(C_all, request.X.shape[0])
+        v_all = total_violation(C_all, request.X.shape[0], request.X.device)
         keep = region_mask(request, region)
         X, y, numbers, v = request.X[keep], request.y[keep], request.numbers[keep], v_all[keep]
         fresh = torch.tensor([int(n) not in counted for n in numbers.tolist()], dtype=torch.bool)

@@ -23,10 +23,11 @@ from botorch.models import SingleTaskGP
 from torch import Tensor
 
 
-def total_violation(C: Tensor | None, n: int) -> Tensor:
-    """v = sum_j max(c_j, 0): n, zero where every constraint holds (and everywhere without constraints)."""
+def total_violation(C: Tensor | None, n: int, device: torch.device | None = None) -> Tensor:
+    """v = sum_j max(c_j, 0): n, zero where every constraint holds (and everywhere without constraints: zeros on
+    ``device``, beside the data they are read with)."""
     if C is None:
-        return torch.zeros(n, dtype=torch.float64)
+        return torch.zeros(n, dtype=torch.float64, device=device)
     return C.to(torch.float64).clamp_min(0).sum(-1)
 
 
