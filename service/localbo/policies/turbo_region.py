@@ -140,7 +140,7 @@ def restart_at_incumbent(fresh: Region, incumbent: Tensor, state: TurboState, co
     feasible point so far), shaped by the last fit's lengthscales; no design: its centre is the incumbent."""
     d = incumbent.shape[-1]
     scale = state.hypers.lengthscale if state.hypers is not None and len(state.hypers.lengthscale) == d else [1.0] * d
-    lower, upper = trust_region(incumbent, torch.tensor(scale, dtype=incumbent.dtype), config.length_init)
+    lower, upper = trust_region(incumbent, torch.tensor(scale).to(incumbent), config.length_init)
     return fresh.model_copy(update={"kept_lower": lower.tolist(), "kept_upper": upper.tolist()})
 
 

@@ -55,7 +55,7 @@ def typical_size(C: Tensor, at_least: float = 1.0) -> Tensor:
 
 def active_constraint(C: Tensor, i: int) -> int:
     """The constraint nearest to (or furthest past) its bound at row i, in units of each one's spread over C."""
-    spread = C.std(dim=0) if C.shape[0] > 1 else torch.ones(C.shape[1], dtype=C.dtype)
+    spread = C.std(dim=0) if C.shape[0] > 1 else torch.ones(C.shape[1], dtype=C.dtype, device=C.device)
     spread = torch.where(spread > 0, spread, torch.ones_like(spread))
     return int((C[i] / spread).argmax())
 
