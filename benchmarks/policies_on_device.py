@@ -3,7 +3,8 @@
 For every registered policy that runs on a continuous space, one short run per thing it declares it serves
 (``Policy.handles``), on the constrained and multi-objective benchmarks' problems, in process as those benchmarks'
 ``direct`` runner drives it (the engine's plan queue, its state stored as JSON between calls, the engine's
-fallback point when a suggest raises), with ``SuggestRequest.device`` set:
+fallback point when a suggest raises), with ``SuggestRequest.device`` set and every tensor of the request on
+that device, as the engine hands it over (``policies.requests.on_device``):
 
 - ``c_hartmann6`` (d 6, one outcome constraint): every policy; the constraint's values reach only the policies
   that declare "constraints" (the others optimise Hartmann-6 alone, as the service would refuse them the constraint)
@@ -16,7 +17,7 @@ A row's ``errors`` are the suggests that raised (each answered with a fallback p
 device, a tensor left on the CPU shows up here. ``off the equality`` counts the points off sum x = 1 by more
 than 1e-9. ``GPU MiB`` is the peak of the device's allocated memory during the run (0: the policy never put a
 tensor there, as ``random`` and ``sobol`` need not). Finite spaces (``chaining-ucb``, a finite ``ucb``) are not
-run here.
+run here; ``api_on_device.sh`` runs the API's tests of every space kind through the service on a device.
 
     .venv/bin/python benchmarks/policies_on_device.py --device cuda --evals 30 --jobs 4 --out DIR
     .venv/bin/python benchmarks/policies_on_device.py --smoke --out DIR      # two policies, CPU, a few evaluations

@@ -4,10 +4,9 @@ A test through the API passes whether a suggest came from the policy or from the
 failing policy never takes a study down), so a device that breaks a policy (a tensor left on the CPU) does not
 fail the suite. Loaded with ``-p harness.policy_failure_log`` (``benchmarks`` on ``PYTHONPATH``), it appends one
 JSON line per ``localbo.planning`` "policy ... failed" record to ``$LOCALBO_POLICY_FAILURE_LOG``: the test's id,
-the policy, the exception's first line and
-the innermost line of ours it came from. Run the same tests on the CPU and on the device and compare the tests
-named (``benchmarks/api_on_device.sh``); some tests make a policy fail on purpose, and they name themselves on
-both.
+the policy, the exception's first line and the innermost line of ours it came from. Run the same tests on the CPU
+and on the device and compare the tests named (``benchmarks/api_on_device.sh``); some tests make a policy fail on
+purpose, and they name themselves on both.
 """
 
 from __future__ import annotations
