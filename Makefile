@@ -54,6 +54,7 @@ MYPY_PATHS := service/localbo client/localbo_client
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check service client tests benchmarks migrations
+	$(VENV)/bin/ruff format --check service client tests benchmarks migrations
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy $(MYPY_PATHS)
 

@@ -353,8 +353,11 @@ def test_load_if_exists_with_another_definition_names_what_differs(sqlite_server
         assert "space" in str(caught.value) and "policy 'sobol' (asked 'minucb')" in str(caught.value)
         # outcomes as the user wrote them, the server's defaults left out (a direction, safety's seeds), load it
         several = {"objectives": [{"metric": "a"}, {"metric": "b"}]}
-        safe = {"objectives": [{"metric": "y"}], "constraints": [{"metric": "c", "op": "<=", "bound": 1}],
-                "safety": {"max_violation_probability": 0.05}}
+        safe = {
+            "objectives": [{"metric": "y"}],
+            "constraints": [{"metric": "c", "op": "<=", "bound": 1}],
+            "safety": {"max_violation_probability": 0.05},
+        }
         for policy, outcomes in (("turbo", safe), ("random", several)):
             again = unique("outcomes")
             client.create_study(again, space, policy=policy, **outcomes)

@@ -149,8 +149,10 @@ def test_external_trials_carry_metrics(api: Any) -> None:
         ),
         ({"safety": {"max_violation_probability": 0.05}}, "safety", ()),
         (
-            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "<=", "bound": 1},
-                                                              {"metric": "p", "op": ">=", "bound": 2}]},
+            {
+                "objectives": [{"metric": "y"}],
+                "constraints": [{"metric": "p", "op": "<=", "bound": 1}, {"metric": "p", "op": ">=", "bound": 2}],
+            },
             "constraints[1]",
             ("no value of 'p'", "constraints[0]"),
         ),  # fmt: skip
@@ -158,8 +160,11 @@ def test_external_trials_carry_metrics(api: Any) -> None:
         ({"objectives": [{"metric": "  "}]}, "objectives[0].metric", ("visible character",)),
         ({"direction": "maximize", "objectives": [{"metric": "y"}]}, "direction", ("objectives[0].direction",)),
         (
-            {"objectives": [{"metric": "y"}], "constraints": [{"metric": "p", "op": "<=", "bound": 1}],
-             "safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.1, "b": 0.2}, {"a": 0.1, "b": 0.2}]}},
+            {
+                "objectives": [{"metric": "y"}],
+                "constraints": [{"metric": "p", "op": "<=", "bound": 1}],
+                "safety": {"max_violation_probability": 0.05, "seeds": [{"a": 0.1, "b": 0.2}, {"a": 0.1, "b": 0.2}]},
+            },
             "safety.seeds[1]",
             ("same point as safety.seeds[0]",),
         ),  # fmt: skip

@@ -24,4 +24,3 @@ def test_smoke_run_times_the_series_and_the_page(tmp_path: Path) -> None:
         assert 0 < row["interactive_median_s"] < 60
     assert rows["localbo"]["render_ms"] > 0 and 0 < rows["localbo"]["live_latency_s"] < 5
     assert (tmp_path / "dashboard.md").read_text().startswith("# Dashboard speed")
-

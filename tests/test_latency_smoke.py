@@ -28,4 +28,3 @@ def test_smoke_run_times_asks_with_suggest_ahead_on_and_off_and_optuna(tmp_path:
         if row["system"].startswith("localbo"):
             assert row["sources"] == {"minucb": row["asks"]}, "every point from the policy's plan"
             assert row["steps"] >= 1, "the timed asks include a step"
-

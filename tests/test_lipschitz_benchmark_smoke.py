@@ -23,4 +23,3 @@ def test_smoke_run_writes_errors_per_evaluation_the_comparison_and_the_timing_ta
     timings = json.loads((tmp_path / "lipschitz.json").read_text())["timings"]
     assert {t["policy"] for t in timings} == {"ucb", "ar-ucb", "tucb", "ei", "tei", "pi", "tpi", "ts", "ar-ts"}
     assert all(t["median_s"] > 0 and t["how"] == "acquisition" for t in timings)
-

@@ -333,9 +333,7 @@ class LocalBOSampler(BaseSampler):
                         if exc.detail.startswith("constraints:")
                         else "an Optuna study with several directions needs a policy that serves several objectives"
                     )
-                    raise ValueError(
-                        f"LocalBOSampler: {need}, not {policy!r}; the server says: {exc.detail}"
-                    ) from exc
+                    raise ValueError(f"LocalBOSampler: {need}, not {policy!r}; the server says: {exc.detail}") from exc
                 raise
             if canonical_space(remote.info.get("space", {})) != canonical_space(space):
                 raise ValueError(f"localbo study {name!r} exists with another search space: {remote.info.get('space')}")

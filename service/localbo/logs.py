@@ -37,7 +37,9 @@ def dict_config(log_format: str, access_log: bool) -> dict:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"localbo": formatter},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "localbo", "stream": "ext://sys.stderr"}},
+        "handlers": {
+            "stderr": {"class": "logging.StreamHandler", "formatter": "localbo", "stream": "ext://sys.stderr"}
+        },
         "root": {"level": "WARNING", "handlers": ["stderr"]},
         "loggers": {
             "uvicorn": {"level": "WARNING", "handlers": [], "propagate": True},

@@ -179,8 +179,7 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
             base = subsets.front_first(Y, C, config.max_baseline)
         Xf, Cf = X[fit], (C[fit] if C is not None else None)
         objectives = [
-            fit_model(Xf, Ys[fit, j], "matern52", warm[j], device=dev, generator=g, noise_floor=floor)
-            for j in range(k)
+            fit_model(Xf, Ys[fit, j], "matern52", warm[j], device=dev, generator=g, noise_floor=floor) for j in range(k)
         ]
         size = typical_size(Cf) if Cf is not None else torch.ones(0, dtype=torch.float64)
         constraints = [

@@ -40,9 +40,7 @@ SERIES_COLUMNS = ("number", "state", "value", "x", "source", "created", "complet
 MAX_LISTED_NUMBERS = 1000  # beyond this many, match a range instead of listing numbers
 
 
-def _trial_match(
-    study_id: int, after: int | None, numbers: Sequence[int], completed_since: datetime | None
-) -> Any:
+def _trial_match(study_id: int, after: int | None, numbers: Sequence[int], completed_since: datetime | None) -> Any:
     """Trials of the study numbered above ``after``, or in ``numbers``, or finished since a time."""
     match = [] if after is None else [trials.c.number > after]
     if len(numbers) > MAX_LISTED_NUMBERS:
@@ -147,5 +145,3 @@ def open_trial_numbers(conn: Connection, study_id: int, up_to: int) -> list[int]
             )
         ).scalars()
     )
-
-
