@@ -162,3 +162,29 @@ def test_only_a_finite_space_may_exceed_the_body_limit_at_creation_and_only_up_t
     r = small.post("/api/v1/studies", json={"name": name, "space": huge, "policy": "random"})
     assert r.status_code == 413 and "20000 bytes (LOCALBO_MAX_CREATE_BYTES)" in r.json()["detail"]
     assert small.get(f"/api/v1/studies/{name}").status_code == 404
+
+
+@pytest.mark.parametrize("policy", ["chaining-ucb", "ucb", "random"])
+def test_running_out_of_candidates_is_not_a_policy_failure(api, policy: str, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
+    """Planning ahead past the last candidate asked the policy for points there were none of: it raised, the engine
+    logged a failure with its traceback, counted it and showed it on the study. Now the planner asks for no more
+    than is left, and nothing when nothing is."""
+    config = {} if policy == "random" else {"n_init": 2}
+    name = create(api, policy, {"kind": "finite", "candidates": grid_candidates(2)}, config)
+    failed = f'localbo_policy_computations_total{{outcome="failed",policy="{policy}"}}'
+
+    def failures_counted() -> str:  # the process's counter line (other tests' failures count in it too)
+        return next((line for line in api.get("/metrics").text.splitlines() if line.startswith(failed)), "")
+
+    before = failures_counted()
+    with caplog.at_level("ERROR", logger="localbo.planning"):
+        for count in (3, 1):  # 3 asked of 4 at once: the plan ahead then wants more than the one left
+            for trial in api.post(f"/api/v1/studies/{name}/ask", json={"count": count}).json()["trials"]:
+                tell = {"value": objective(trial["params"])}
+                assert api.post(f"/api/v1/studies/{name}/trials/{trial['number']}/tell", json=tell).status_code == 200
+        r = api.post(f"/api/v1/studies/{name}/ask", json={})
+        assert r.status_code == 409 and "0 of the study's 4 candidates are left" in r.json()["detail"]
+        study = api.get(f"/api/v1/studies/{name}").json()
+    assert study["last_policy_error"] is None
+    assert not [r for r in caplog.records if "failed on study" in r.getMessage()]
+    assert failures_counted() == before

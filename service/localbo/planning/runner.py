@@ -79,6 +79,10 @@ class PolicyRunner:
             metrics.policy_outcomes.labels(study.policy_name, "unloadable").inc()
             why = study.problem or "the policy cannot run"
             return self.fallback(study, done, pending, short, failed, why, failed_points)
+        if space.candidates is not None and not space.candidates.allow_repeats:  # plan no more than is left
+            short = min(short, space.candidates.size - len(self.taken(space, done, pending, failed)))
+            if short <= 0:  # every candidate asked: nothing to plan, and no policy failure to report
+                return Plan(study.state_version, [], None, study.state_note)
         if (
             study.outcomes.safety is not None
             and safest_known(study.outcomes, done, study.seeds(), study.linear, failed_points) is None
