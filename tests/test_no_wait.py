@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import make_settings
 from local_service import LocalService
+from localbo.planning.outcomes import Failed
+from localbo.storage import plan_queue
 from localbo.storage import repository as repo
 from localbo.storage.db import BUSY_TIMEOUT_MS, WouldWait, make_engine, no_wait, writer
 from localbo.transactions import Transactions
@@ -103,3 +105,26 @@ def test_a_finite_studys_first_ask_reads_its_candidates_on_the_writer(tmp_path: 
         assert told["state"] == "complete"
     finally:
         fresh.service.close()
+
+
+def test_planning_after_the_executor_closed_records_no_failure_on_the_study(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A planning job that outlives the server's executor (a shutdown) is stopped, not a failure: no fallback
+    plan, no policy or planning error on the study, nothing logged at ERROR. It was both: the closed pool's
+    "cannot schedule new futures" taken for the policy's failure, the cancelled job for the planner's."""
+    svc = LocalService(make_settings(f"sqlite:///{tmp_path / 'closing.db'}"))
+    try:
+        space = {"x": {"type": "float", "low": 0, "high": 1}}
+        svc.create_study("closing", "minimize", space, "minucb")
+        svc.executor.close()
+        with caplog.at_level("INFO", logger="localbo.planning"):
+            outcome = svc.service.planner.plan(svc.study_id("closing"), 1, False)
+        assert outcome == Failed("the server is shutting down")
+        assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+        with svc.db.connect() as conn:
+            study = repo.get_study(conn, "closing")
+            assert study is not None and study.last_policy_error is None
+            assert plan_queue.count_plan(conn, study.id) == 0
+    finally:
+        svc.close()

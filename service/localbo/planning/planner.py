@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
@@ -83,6 +83,9 @@ class Planner:
                     return self._plan_claimed(study_id, need, ahead, token)
                 finally:
                     self.claims.release(study_id, token)
+        except CancelledError:  # the server is shutting down (the executor closed): not the study's failure
+            log.info("planning study %s stopped: the server is shutting down", study_id)
+            return Failed("the server is shutting down")
         except Exception as exc:  # the job's own failure (not the policy's): a value, logged and recorded
             log.exception("planning study %s failed", study_id)
             metrics.policy_outcomes.labels("(planning)", "failed").inc()

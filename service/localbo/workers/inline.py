@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from localbo.policies import Suggestion, SuggestRequest
@@ -22,7 +22,10 @@ class InlineExecutor:
     ) -> Suggestion:
         """A thread cannot be stopped: past ``timeout`` the caller moves on and the computation's answer is
         dropped when it ends (it holds one of the pool's places until then)."""
-        job = self._pool.submit(run_suggest, policy, request)
+        try:
+            job = self._pool.submit(run_suggest, policy, request)
+        except RuntimeError as exc:  # closed: the server is shutting down, as for a job the close cancelled
+            raise CancelledError(str(exc)) from exc
         try:
             return job.result(timeout=timeout)
         except FutureTimeout:
