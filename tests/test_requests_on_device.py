@@ -67,12 +67,17 @@ def test_the_failure_log_names_the_test_the_policy_and_where_it_broke(
         except Exception:
             log.exception("policy %s failed on study %s; handing out fallback points", "turbo", "s-1")
         log.error("something else went wrong")  # not a policy failure: not recorded
+        try:
+            raise RuntimeError("the database went away")
+        except RuntimeError:
+            log.exception("planning study %s failed", 7)  # the planner's own job: recorded as "(planning)"
     finally:
         log.removeHandler(recorder)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert len(lines) == 1
+    assert len(lines) == 2
     assert lines[0]["test"] == "tests/test_x.py::test_y" and lines[0]["policy"] == "turbo"
     assert lines[0]["error"].startswith("IndexError: index 5 is out of bounds")
+    assert lines[1]["policy"] == "(planning)" and lines[1]["error"] == "RuntimeError: the database went away"
 
 
 def test_the_api_check_on_a_device_runs_and_names_the_failures_on_purpose(tmp_path: Path) -> None:

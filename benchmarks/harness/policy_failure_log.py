@@ -3,8 +3,9 @@
 A test through the API passes whether a suggest came from the policy or from the engine's fallback (a
 failing policy never takes a study down), so a device that breaks a policy (a tensor left on the CPU) does not
 fail the suite. Loaded with ``-p harness.policy_failure_log`` (``benchmarks`` on ``PYTHONPATH``), it appends one
-JSON line per ``localbo.planning`` "policy ... failed" record to ``$LOCALBO_POLICY_FAILURE_LOG``: the test's id,
-the policy, the exception's first line and the innermost line of ours it came from. Run the same tests on the CPU
+JSON line per ``localbo.planning`` "policy ... failed" record (and per planning job that failed, as policy
+"(planning)") to ``$LOCALBO_POLICY_FAILURE_LOG``: the test's id, the policy, the exception's first line and the
+innermost line of ours it came from. Run the same tests on the CPU
 and on the device and compare the tests named (``benchmarks/api_on_device.sh``); some tests make a policy fail on
 purpose, and they name themselves on both.
 """
@@ -28,9 +29,13 @@ class _Recorder(logging.Handler):
         self.path = path
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "failed on study" not in record.getMessage():
+        message = record.getMessage()
+        if "failed on study" in message:  # the runner's: a policy's failure, answered with fallback points
+            policy = str(record.args[0]) if isinstance(record.args, tuple) and record.args else "?"
+        elif message.startswith("planning study"):  # the planner's: its own job failed, no plan at all
+            policy = "(planning)"
+        else:
             return
-        policy = str(record.args[0]) if isinstance(record.args, tuple) and record.args else "?"
         error, where = "", ""
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
