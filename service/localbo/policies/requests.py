@@ -5,7 +5,7 @@ the request's device."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
@@ -20,10 +20,9 @@ from localbo.policies.base import (
     SuggestRequest,
 )
 
-Held = TypeVar("Held", Polytope, FiniteSpace)
 
-
-def _tensors_to(value: Held, device: torch.device) -> Held:
+def _tensors_to(value: Any, device: torch.device) -> Any:
+    """A dataclass of tensors (a Polytope, a FiniteSpace) with each of them on ``device``."""
     fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     return dataclasses.replace(value, **{k: v.to(device) for k, v in fields.items() if isinstance(v, torch.Tensor)})
 
@@ -67,7 +66,7 @@ def make_request(
         state = cls.State.model_validate(state or {})
     if not isinstance(config, PolicyConfig):
         config = cls.Config.model_validate(config or {})
-    request = SuggestRequest(
+    request: SuggestRequest[Any, Any] = SuggestRequest(
         dim=d,
         X=X,
         y=y.to(torch.float64).reshape(-1),
