@@ -57,7 +57,7 @@ from localbo.policies.gradients import GradientTrace
 from localbo.policies.local_constraints import Constraints, ConstraintState, Demands, fit_constraints
 from localbo.policies.local_display import local_display
 from localbo.policies.local_state import LocalConfig, LocalState, _extend_path, _samples, last_batch_improved
-from localbo.policies.restarts import RunState, after_step, restart_point, stalled
+from localbo.policies.restarts import RESTART_BLOCKERS, RunState, after_step, restart_point, restarts_serve, stalled
 from localbo.policies.scalarise import chebyshev, step_weights
 from localbo.policies.warping import power_warp
 
@@ -86,8 +86,6 @@ def _seed(seed: int, t: int, k: int) -> int:
 
 
 LocalConfigT = TypeVar("LocalConfigT", bound=LocalConfig)
-# What a study may need that restarts do not serve (``check_needs``): parameter constraints they do.
-RESTART_BLOCKERS = frozenset({"constraints", "failures", "safety", "objectives"})
 
 
 class LocalPolicy(Policy[LocalConfigT, LocalState]):
@@ -446,10 +444,3 @@ class LocalPolicy(Policy[LocalConfigT, LocalState]):
                 constraints=constraints,
             )
         return Suggestion(X=Z, state=state.model_copy(update={"phase": "top-up", "extra": state.extra + Z.shape[0]}))
-
-
-def restarts_serve(request: SuggestRequest[Any, Any]) -> bool:
-    """Whether a run may restart here (``check_needs`` refuses the rest at creation; a policy ``auto`` runs is
-    checked there too, this is the guard): one objective, nothing measured to respect, no safe mode."""
-    several = request.Y is not None and request.Y.shape[-1] > 1
-    return not several and request.C is None and request.X_failed is None and request.max_violation_probability is None

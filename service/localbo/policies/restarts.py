@@ -15,10 +15,14 @@ result, so its best trial is kept whatever the new run finds. A run never restar
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch import Tensor
 from torch.quasirandom import SobolEngine
+
+from localbo.policies.base import SuggestRequest
 
 SUCCESS_MARGIN = 1e-3  # a step improves the run's best by more than this share of its magnitude (TuRBO's)
 CANDIDATES = 1024  # Sobol points the restart's point is chosen from
@@ -58,3 +62,14 @@ def restart_point(X_seen: Tensor, seed: int, restarts: int) -> Tensor:
         return candidates[0]
     nearest = torch.cdist(candidates, X_seen.reshape(-1, d)).amin(dim=-1)
     return candidates[int(nearest.argmax())]
+
+
+# What a study may need that restarts do not serve (``check_needs``): parameter constraints they do.
+RESTART_BLOCKERS = frozenset({"constraints", "failures", "safety", "objectives"})
+
+
+def restarts_serve(request: SuggestRequest[Any, Any]) -> bool:
+    """Whether a run may restart here (``check_needs`` refuses the rest at creation; a policy ``auto`` runs is
+    checked there too, this is the guard): one objective, nothing measured to respect, no safe mode."""
+    several = request.Y is not None and request.Y.shape[-1] > 1
+    return not several and request.C is None and request.X_failed is None and request.max_violation_probability is None
