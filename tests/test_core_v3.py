@@ -367,6 +367,7 @@ def test_worker_messages_carry_constraints_and_parameter_constraints() -> None:
     assert none.C is None and none.polytope is None
 
 
+@pytest.mark.postgres
 def test_leases_and_claims_use_the_database_clock_not_a_skewed_host_s(pg_url: str, monkeypatch: Any) -> None:
     """Two hosts whose clocks differ by an hour still agree on leases and claims: both read Postgres's clock."""
     from datetime import datetime, timedelta
