@@ -81,13 +81,13 @@ def test_the_failure_log_names_the_test_the_policy_and_where_it_broke(
 
 
 def test_the_api_check_on_a_device_runs_and_names_the_failures_on_purpose(tmp_path: Path) -> None:
-    """benchmarks/api_on_device.sh's smoke: one API test, on the CPU; its exhausted candidate lists are failures
-    the engine answers with fallback points, and the log names them."""
+    """benchmarks/api_on_device.sh's smoke: one API test, on the CPU, whose policy raises on purpose (a singular
+    matrix): the engine answers it with fallback points, the test passes, and the log names the failure."""
     import os
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
-    test = "tests/test_finite_api.py::test_asks_return_candidates_with_their_ids_and_never_one_twice_until_none_is_left"
+    test = "tests/test_trials_api.py::test_a_failing_policy_falls_back_and_records_why"
     outer = ("PYTEST_", "LOCALBO_")  # this run's own (an xdist worker's name, a failure log): not the inner run's
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(outer)}, "TESTS": test, "JOBS": "1"}
     done = subprocess.run(
@@ -96,6 +96,6 @@ def test_the_api_check_on_a_device_runs_and_names_the_failures_on_purpose(tmp_pa
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     lines = [json.loads(line) for line in (tmp_path / "policy_failures_cpu.jsonl").read_text().splitlines()]
-    assert {line["policy"] for line in lines} == {"chaining-ucb", "ucb", "random"}
-    assert all(line["error"].startswith("Exhausted") and test in line["test"] for line in lines)
-    assert "policy failures on cpu: 3 records in 3 tests" in done.stdout
+    assert lines and {line["policy"] for line in lines} == {"test-exploding"}
+    assert all("singular matrix in the test policy" in line["error"] and test in line["test"] for line in lines)
+    assert f"policy failures on cpu: {len(lines)} records in 1 tests" in done.stdout
