@@ -22,3 +22,20 @@ def test_ax_runs_its_default_strategy_through_the_synthetic_harness(tmp_path: Pa
     assert len(ours) == 7 and all(r[11] == "ax" for r in ours)  # every point Ax's own, none a fallback
     best = [float(r[8]) for r in ours]
     assert best == sorted(best, reverse=True) and best[-1] == min(float(r[7]) for r in ours)
+
+
+def test_ax_takes_the_reference_point_as_its_objective_thresholds_on_several_objectives() -> None:
+    """The multi-objective benchmark's Ax peer (``harness/multiobjective.py``): qLogNEHVI scores the hypervolume
+    over the thresholds Ax is given, so they must be the problem's reference point, the one the table scores by,
+    and the outcome constraint must stay a constraint."""
+    from harness.multiobjective import ax_client, get_problem, run_method
+
+    problem = get_problem("c2dtlz2")
+    config = ax_client(problem, seed=0)._experiment.optimization_config
+    thresholds = [(t.metric_names, t.op.name, t.bound, t.relative) for t in config.objective_thresholds]
+    assert thresholds == [([f"f{i}"], "LEQ", float(r), False) for i, r in enumerate(problem.ref)]
+    constraints = [(c.metric_names, c.op.name, c.bound) for c in config.outcome_constraints]
+    assert constraints == [(["c0"], "LEQ", 0.0)]
+
+    run, _ = run_method("c2dtlz2", "ax", seed=0, evals=6)  # Sobol's design, then one qLogNEHVI step
+    assert len(run.Y) == 6 and run.source == ["ax"] * 6 and not run.errors

@@ -368,7 +368,10 @@ def run_optuna(problem: Problem, method: str, seed: int, evals: int, run: MORun)
 # -- Ax ---------------------------------------------------------------------------------------------------------
 
 
-def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> None:
+def ax_client(problem: Problem, seed: int) -> Any:
+    """Ax's ``Client`` set up for ``problem``: every objective minimised, the reference point as its objective
+    thresholds (Ax turns an outcome constraint on an objective's metric into one), ``c_j <= 0`` as outcome
+    constraints; its default generation strategy (Sobol, then qLogNEHVI)."""
     from ax.api.client import Client
     from ax.api.configs import RangeParameterConfig
 
@@ -376,13 +379,12 @@ def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> 
 
     hush()
     warnings.filterwarnings("ignore")
-    names = [f"x{i}" for i in range(problem.dim)]
     lo, hi = problem.lower.tolist(), problem.upper.tolist()
     client = Client(random_seed=seed)
     hush()  # the client's storage logs at INFO as it starts
     client.configure_experiment(
-        parameters=[RangeParameterConfig(name=n, bounds=(lo[i], hi[i]), parameter_type="float")
-                    for i, n in enumerate(names)],
+        parameters=[RangeParameterConfig(name=f"x{i}", bounds=(lo[i], hi[i]), parameter_type="float")
+                    for i in range(problem.dim)],
         name=f"{problem.name}-{seed}",
     )  # fmt: skip
     thresholds = [f"f{i} <= {float(r)!r}" for i, r in enumerate(problem.ref)]
@@ -391,6 +393,12 @@ def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> 
         outcome_constraints=thresholds + [f"c{j} <= 0" for j in range(problem.m)],
     )
     hush()
+    return client
+
+
+def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> None:
+    client = ax_client(problem, seed)
+    names = [f"x{i}" for i in range(problem.dim)]
     for _ in range(evals):
         ((index, params),) = client.get_next_trials(max_trials=1).items()
         x = torch.tensor([float(params[n]) for n in names], dtype=DTYPE)
