@@ -39,3 +39,14 @@ def test_ax_takes_the_reference_point_as_its_objective_thresholds_on_several_obj
 
     run, _ = run_method("c2dtlz2", "ax", seed=0, evals=6)  # Sobol's design, then one qLogNEHVI step
     assert len(run.Y) == 6 and run.source == ["ax"] * 6 and not run.errors
+
+
+def test_ax_searches_the_mixture_on_its_simplex_in_the_constrained_benchmark() -> None:
+    """The constrained benchmark's Ax peer (``harness/constrained.py``): Ax has no parameter equalities, so it
+    searches 7 of the 8 fractions under their sum <= 1 and the last is the rest; every point it asks must then lie
+    on the simplex, as our policies' points do."""
+    from harness.constrained import run_method
+
+    run = run_method("mixture8", "ax", seed=0, evals=6)  # Sobol's design, then one step with the outcome constraint
+    assert len(run.f) == 6 and run.source == ["ax"] * 6 and not run.errors
+    assert run.equality_violations == 0 and run.failed == 0
