@@ -37,6 +37,12 @@ def test_ax_takes_the_reference_point_as_its_objective_thresholds_on_several_obj
     constraints = [(c.metric_names, c.op.name, c.bound) for c in config.outcome_constraints]
     assert constraints == [(["c0"], "LEQ", 0.0)]
 
+    def nodes(center: bool) -> list[str]:
+        return [node.name for node in ax_client(problem, seed=0, center=center)._generation_strategy_or_choose()._nodes]
+
+    assert nodes(True) == ["CenterOfSearchSpace", "Sobol", "MBM"]  # Ax's default, as the table's `ax` runs it
+    assert nodes(False) == ["Sobol", "MBM"]  # `ax-nocenter`: the same without the centre point
+
     run, _ = run_method("c2dtlz2", "ax", seed=0, evals=6)  # Sobol's design, then one qLogNEHVI step
     assert len(run.Y) == 6 and run.source == ["ax"] * 6 and not run.errors
 

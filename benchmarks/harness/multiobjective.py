@@ -43,7 +43,8 @@ Runners (``run_method``), one (problem, method, seed) each, ``evals`` sequential
   ["minimize"] * k)``, ask/tell in process; the constraint values go to the trial's user attributes.
 - ``ax`` (Ax's ``Client``, its default generation strategy: Sobol, then BoTorch's modular model with qLogNEHVI):
   objectives "-f0, -f1, ..." (minimised) with the problem's reference point as objective thresholds (``f_i <= ref_i``)
-  and outcome constraints ``c_j <= 0``.
+  and outcome constraints ``c_j <= 0``. Its design is 5 trials, the first at the centre of the box (Ax's
+  ``initialize_with_center``); ``ax-nocenter``, a variant to trace what that centre is worth, draws all 5 from Sobol.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "morbo-nehvi-1r": ("morbo", {"acquisition": "lognehvi", "regions": 1, "length_init": 1.6}),  # both
 }
 OPTUNA_METHODS = ("nsga2", "tpe", "gpsampler", "optuna-random")
-AX_METHODS = ("ax",)
+AX_METHODS = ("ax", "ax-nocenter")
 FALLBACK = "fallback"
 LOG_FLOOR = -10.0  # log10 of a hypervolume difference <= 1e-10 (or <= 0: beyond an estimated max_hv)
 
@@ -368,7 +369,7 @@ def run_optuna(problem: Problem, method: str, seed: int, evals: int, run: MORun)
 # -- Ax ---------------------------------------------------------------------------------------------------------
 
 
-def ax_client(problem: Problem, seed: int) -> Any:
+def ax_client(problem: Problem, seed: int, center: bool = True) -> Any:
     """Ax's ``Client`` set up for ``problem``: every objective minimised, the reference point as its objective
     thresholds (Ax turns an outcome constraint on an objective's metric into one), ``c_j <= 0`` as outcome
     constraints; its default generation strategy (Sobol, then qLogNEHVI)."""
@@ -392,12 +393,14 @@ def ax_client(problem: Problem, seed: int) -> Any:
         objective=", ".join(f"-f{i}" for i in range(problem.k)),
         outcome_constraints=thresholds + [f"c{j} <= 0" for j in range(problem.m)],
     )
+    if not center:
+        client.configure_generation_strategy(initialize_with_center=False)
     hush()
     return client
 
 
 def run_ax(problem: Problem, method: str, seed: int, evals: int, run: MORun) -> None:
-    client = ax_client(problem, seed)
+    client = ax_client(problem, seed, center=method != "ax-nocenter")
     names = [f"x{i}" for i in range(problem.dim)]
     for _ in range(evals):
         ((index, params),) = client.get_next_trials(max_trials=1).items()
