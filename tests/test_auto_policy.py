@@ -31,7 +31,9 @@ MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "flo
         ("continuous", 6, {"constraints", "safety"}, 0, 0, "turbo"),
         ("categorical", 6, {"constraints", "failures"}, 0, 0, "ei"),
         ("continuous", 2, {"objectives"}, 0, 0, "qlognehvi"),
-        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "minucb"),
+        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "qlognehvi"),  # from its small design
+        ("continuous", 10, {"objectives", "constraints"}, 10 * 10, 0, "morbo"),
+        ("continuous", 11, {"objectives", "constraints"}, 0, 0, "minucb"),
         ("continuous", 10, {"objectives", "failures"}, 0, 0, "minucb"),
         ("continuous", 12, {"objectives"}, 5 * 12 - 1, 0, "minucb"),
         ("continuous", 12, {"objectives", "constraints"}, 5 * 12, 0, "morbo"),  # minucb's window full: spread
@@ -137,7 +139,48 @@ def test_several_objectives_with_failures_say_why_the_scalarised_policy_stays() 
 
     name, why = choose("continuous", 8, frozenset({"objectives", "failures"}), 100)
     assert name == "minucb" and "morbo from" not in why and "qlognehvi and morbo do not serve failures" in why
-    assert "morbo from 40 results" in choose("continuous", 8, frozenset({"objectives"}), 10)[1]
+    assert "until 10 d = 80 results" in choose("continuous", 8, frozenset({"objectives"}), 10)[1]
+
+
+def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_design_then_morbo() -> None:
+    """From 6 to 10 coordinates: qlognehvi with 5 design points and fresh fits (``SMALL_DESIGN``, kept in the state
+    so the study's config is the same at every suggest) until ``qlognehvi_until`` d results, then morbo; above 10
+    coordinates minucb first, as before; at 5 and under, and on categorical spaces, qlognehvi as it is."""
+    from localbo.policies.auto import SMALL_DESIGN, choose, study_settings
+
+    objectives = frozenset({"objectives"})
+    assert choose("continuous", 10, objectives, 99)[0] == "qlognehvi"
+    assert choose("continuous", 10, objectives, 100)[0] == "morbo"  # 10 d results
+    assert choose("continuous", 10, objectives, 30, until=3)[0] == "morbo"
+    assert choose("continuous", 11, objectives, 10)[0] == "minucb"
+    assert (
+        study_settings("qlognehvi", "continuous", 6, objectives) == SMALL_DESIGN == {"n_init": 5, "warm_start": False}
+    )
+    assert study_settings("qlognehvi", "continuous", 5, objectives) == {}
+    assert study_settings("qlognehvi", "categorical", 8, objectives) == {}
+    assert study_settings("morbo", "continuous", 8, objectives) == {}
+    assert Auto.Config().qlognehvi_until == 10
+    with pytest.raises(ValueError, match="qlognehvi_until"):
+        Auto.Config(qlognehvi_until=-1)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_auto_runs_qlognehvi_with_its_small_design_and_a_study_setting_wins() -> None:
+    d = 7
+    X = torch.quasirandom.SobolEngine(d, scramble=True, seed=3).draw(12, dtype=torch.float64)
+    Y = torch.stack([(X - 0.25).pow(2).sum(-1), (X - 0.75).pow(2).sum(-1)], -1)
+    small = {"num_restarts": 1, "raw_samples": 16, "mc_samples": 16, "maxiter": 10, "front_starts": 0}
+    request = make_request("auto", X, Y[:, 0], config={"configs": {"qlognehvi": small}})
+    out = Auto().suggest(dataclasses.replace(request, Y=Y))
+    assert out.state.chosen == "qlognehvi" and out.state.settings == {"n_init": 5, "warm_start": False}
+    assert out.state.inner is not None and out.state.inner["data"]["hypers"], "past its 5-point design: a model"
+    from localbo.policies.auto import inner_config
+
+    assert inner_config("qlognehvi", Auto.Config(), None, out.state.settings).n_init == 5
+    mine = Auto.Config(configs={"qlognehvi": {"n_init": 16}})
+    assert inner_config("qlognehvi", mine, None, out.state.settings).n_init == 16  # the study's own setting first
+    again = make_request("auto", X, Y[:, 0], state=out.state, config=mine)
+    assert Auto().suggest(dataclasses.replace(again, Y=Y)).state.inner["data"]["design_size"] == 16
 
 
 def test_morbo_after_sets_when_several_objectives_hand_the_front_to_morbo() -> None:
@@ -155,7 +198,7 @@ def test_morbo_after_sets_when_several_objectives_hand_the_front_to_morbo() -> N
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_several_objectives_switch_from_minucb_to_morbo_moving_two_coordinates_on_the_front() -> None:
-    d = 6
+    d = 11  # beyond MO_SMALL_DESIGN_MAX_DIM
     g = torch.Generator().manual_seed(1)
     X = torch.rand(5 * d, d, generator=g, dtype=torch.float64)
     Y = torch.stack([(X - 0.25).pow(2).sum(-1), (X - 0.75).pow(2).sum(-1)], -1)
@@ -203,22 +246,26 @@ def test_a_new_study_gets_auto_by_default_and_runs_bo(api) -> None:  # noqa: ANN
 
 
 @pytest.mark.usefixtures("one_torch_thread")
-def test_a_stored_study_of_two_objectives_hands_its_front_to_morbo_at_5_d_results(api) -> None:  # noqa: ANN001
+def test_a_stored_study_of_two_objectives_hands_its_front_to_morbo(api) -> None:  # noqa: ANN001
+    """Six coordinates: qlognehvi from its small design until ``qlognehvi_until`` d results (5 here), then morbo,
+    through the service: auto's settings of qlognehvi live in the stored state across suggests."""
     name = unique("auto-mo")
     space = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(6)}
     objectives = [{"metric": "yield", "direction": "maximize"}, {"metric": "cost", "direction": "minimize"}]
+    small = {"num_restarts": 1, "raw_samples": 16, "mc_samples": 16, "maxiter": 10, "front_starts": 0}
+    configs = {"morbo": {"candidates": 64}, "qlognehvi": small}
     body = {"name": name, "space": space, "objectives": objectives, "seed": 5,
-            "policy_config": {"configs": {"morbo": {"candidates": 64}}}}  # fmt: skip
+            "policy_config": {"qlognehvi_until": 5, "configs": configs}}  # fmt: skip
     assert api.post("/api/v1/studies", json=body).status_code == 201
     g = torch.Generator().manual_seed(5)
-    for _ in range(5 * 6 - 1):  # warm start: one result short of minucb's window
+    for _ in range(5 * 6 - 2):  # two results short of the hand-over
         x = torch.rand(6, generator=g, dtype=torch.float64)
         values = {"yield": 1 - float((x - 0.25).pow(2).sum()), "cost": float((x - 0.75).pow(2).sum())}
         params = {f"x{i}": float(v) for i, v in enumerate(x)}
         added = api.post(f"/api/v1/studies/{name}/trials", json={"params": params, "values": values})
         assert added.status_code == 201, added.text
     chosen = []
-    for _ in range(12):  # minucb's batch (x_t and d exploration points) is served from its plan, then morbo plans
+    for _ in range(10):  # qlognehvi's 5-point design is planned as the first results arrive, then served
         (trial,) = api.post(f"/api/v1/studies/{name}/ask", json={}).json()["trials"]
         assert trial["source"] == "auto", trial
         view = api.get(f"/api/v1/studies/{name}/policy").json()
@@ -230,10 +277,9 @@ def test_a_stored_study_of_two_objectives_hands_its_front_to_morbo_at_5_d_result
         values = {"yield": 1 - float((x - 0.25).pow(2).sum()), "cost": float((x - 0.75).pow(2).sum())}
         told = api.post(f"/api/v1/studies/{name}/trials/{trial['number']}/tell", json={"values": values})
         assert told.status_code == 200, told.text
-    assert chosen[0] == "minucb" and chosen[-1] == "morbo", chosen
+    assert chosen[0] == "qlognehvi" and chosen[-1] == "morbo", chosen
     switches = view["display"]["numbers"]["auto: switches"]
-    # the planner computes as results arrive (minucb from the first added one); morbo once 5 d = 30 are in
-    assert switches.startswith("minucb at n = ") and " -> morbo at n = " in switches, switches
+    assert switches.startswith("qlognehvi at n = ") and " -> morbo at n = " in switches, switches
     assert int(switches.split()[-1]) >= 5 * 6, switches
     assert view["display"]["numbers"]["front size"] >= 1  # morbo's own display, under auto's lines
 

@@ -18,6 +18,7 @@ from localbo.policies.base import Polytope, SuggestRequest
 from localbo.policies.morbo_regions import MorboRegion, MorboState
 from localbo.policies.pareto import hypervolume, pareto_front
 from localbo.policies.polytope import sample, violation
+from localbo.policies.warping import winsorized
 from policy_requests import make_request
 from polytopes import cases
 
@@ -341,3 +342,34 @@ def test_front_starts_outside_the_parameter_constraints_are_not_used(monkeypatch
     (starts,) = seen
     assert starts.shape[0] == 1 + 2  # one random start, the two anchors inside; none of the two outside
     assert bool((violation(polytope, starts.reshape(-1, 3)) <= TOL).all())
+
+
+def test_qlognehvi_model_options_kernel_fresh_fits_and_winsorize() -> None:
+    """The model's options, each against what it should equal: ``kernel: "rbf"`` fits RBF GPs; ``warm_start:
+    false`` fits from the priors' modes whatever the state holds (as a fresh state does); ``winsorize`` is
+    qlognehvi on each objective clipped above max(q3, ref) + 1.5 (max(q3, ref) - q1), as Ax's Winsorize."""
+    X = torch.quasirandom.SobolEngine(3, scramble=True, seed=2).draw(30, dtype=torch.float64)
+    Y = two_objectives(X)
+    Y[0, 0] = 1e4  # one far-off value, as a rig that misfires once
+    ref = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    qlog = get_policy("qlognehvi")
+
+    def run(config: dict[str, Any], objectives: torch.Tensor = Y, state: Any = None) -> Any:
+        made = request(
+            "qlognehvi", X, objectives, ref=ref, config={**SMALL["qlognehvi"], **config}, seed=5, state=state
+        )
+        return qlog().suggest(made)
+
+    plain = run({})
+    assert {h.kernel for h in plain.state.hypers} == {"matern52"}
+    assert {h.kernel for h in run({"kernel": "rbf"}).state.hypers} == {"rbf"}
+    odd = plain.state.model_copy(update={"hypers": [h.model_copy(update={"noise": 0.3}) for h in plain.state.hypers]})
+    fresh = run({"warm_start": False}, state=odd)
+    assert torch.equal(fresh.X, run({}).X) and fresh.state.hypers == plain.state.hypers  # the state's fit unused
+    assert run({}, state=odd).state.hypers != plain.state.hypers  # where the default starts from it
+    clipped = torch.stack([winsorized(Y[:, j], float(ref[j])) for j in range(2)], -1)
+    assert float(clipped[0, 0]) < 10 and torch.equal(clipped[1:], Y[1:])  # only the misfire is capped
+    capped = run({"winsorize": True})
+    on_clipped = run({}, objectives=clipped)
+    assert torch.equal(capped.X, on_clipped.X) and capped.state.hypers == on_clipped.state.hypers
+    assert capped.state.hypers != plain.state.hypers

@@ -8,7 +8,10 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         runs: results/chaining.md), else ucb (level with it on GP samples at ~1/300 of the cost);
                         random for several objectives (no model policy serves them on a finite space)
     several objectives  d <= 5: qlognehvi (global; on VehicleSafety, d 5, level with GPSampler at 100 evaluations
-                        and behind it at 200, morbo 5x behind: results/multiobjective.md); else minucb on ParEGO
+                        and behind it at 200, morbo 5x behind: results/multiobjective.md); d 6 to 10: qlognehvi
+                        from a 5-point design, each GP refitted from its priors (``SMALL_DESIGN``, as Ax's default:
+                        on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for minucb then morbo) until 10 d results
+                        (``qlognehvi_until``), then morbo on the front it reached; else minucb on ParEGO
                         scalarisations (local: it reaches the front first, ahead of morbo on DTLZ2-10, DTLZ2-30 and
                         C2DTLZ2-12) until 5 d results (its window), then morbo on the front it reached, its candidates
                         moving about 2 coordinates of a front point (``perturbed_coordinates``; the paper's 20 move
@@ -30,7 +33,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         keeps descending: Ackley-25 at 500 evaluations 2.13 against 0.60)
 
 The choice can change as the study grows (the d <= 10 switch at n = 500; mpd to minucb at 4 d results above, set by
-``mpd_until``; minucb to morbo at 5 d results for several objectives, ``morbo_after``): the new policy starts fresh on
+``mpd_until``; minucb to morbo at 5 d results for several objectives, ``morbo_after``; qlognehvi to morbo at 10 d
+results on 6 to 10 coordinates, ``qlognehvi_until``): the new policy starts fresh on
 all the data, a local one at the best point so far (its ``x0``), morbo with its regions on the front of all the data.
 ``configs`` holds settings for the policies it may pick, by name, checked at creation; under them, auto runs ei
 with ``winsorize`` (its GP fitted to y clipped above Tukey's upper fence, as Ax does: a fifth of the regret on
@@ -70,7 +74,9 @@ from localbo.policies.base import (
 GLOBAL_MAX_DIM = 10  # at most this many coordinates: a global GP policy
 GLOBAL_MAX_N = 500  # ei's max_data: beyond, its GP sees a thinned subset; a local policy's window stays dense
 MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, minucb beyond
-MO_SPREAD_PER_DIM = 5  # several objectives beyond MO_GLOBAL_MAX_DIM: minucb for 5 d results (its window), then morbo
+MO_SMALL_DESIGN_MAX_DIM = 10  # several objectives beyond MO_GLOBAL_MAX_DIM up to here: qlognehvi (SMALL_DESIGN)
+MO_GLOBAL_PER_DIM = 10  # ... for 10 d results, then morbo
+MO_SPREAD_PER_DIM = 5  # several objectives beyond MO_SMALL_DESIGN_MAX_DIM: minucb for 5 d results, then morbo
 MPD_PER_DIM = 4  # d > GLOBAL_MAX_DIM, nothing to respect: mpd for 4 d results, then minucb (results/league.md)
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
 MAX_SWITCHES = 20  # kept in the state, newest last
@@ -84,6 +90,12 @@ MAX_SWITCHES = 20  # kept in the state, newest last
 # paired at 100 evaluations, it cut the regret on Rosenbrock-2/3/4, Goldstein-Price and six-hump camel to 0.1-0.5x,
 # left 8 level and cost Rosenbrock-10 1.2x (within one standard error; 1.3x at 50, 5 seeds of 10 worse)
 # (results/probes/*_ei_winsorize_100.md; results/league_findings.md, "Winsorize where auto runs ei").
+# qlognehvi beyond MO_GLOBAL_MAX_DIM: 5 design points instead of 2 (d + 1) and each GP fitted from its priors' modes
+# rather than its last fit (as Ax's default): on DTLZ2-10 at 100 evaluations, 5 seeds, log10 hypervolume difference
+# -1.25 +- 0.06 with the small design, -1.31 +- 0.03 with fresh fits too (paired -0.06 +- 0.05, 3 of 5 better; at 50
+# -0.10 +- 0.04, 4 of 5), against -1.03 for minucb then morbo (results/probes/mo_dtlz2_10_qlognehvi_ninit5_model.md;
+# an RBF kernel instead of Matérn-5/2 was worse on 5 of 5)
+SMALL_DESIGN: dict[str, Any] = {"n_init": 5, "warm_start": False}
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
     "ei": {"winsorize": True},
     "minucb": {"output_warp": "power"},
@@ -111,10 +123,12 @@ def preferences(
     candidates: int,
     spread: float = MO_SPREAD_PER_DIM,
     descent: float = MPD_PER_DIM,
+    until: float = MO_GLOBAL_PER_DIM,
 ) -> list[tuple[str, str]]:
     """The policies in the order ``auto`` prefers them for this study, each with why (module docstring); ``spread``:
-    several objectives beyond MO_GLOBAL_MAX_DIM, morbo from ``spread`` d results on; ``descent``: beyond
-    GLOBAL_MAX_DIM, mpd until ``descent`` d results."""
+    several objectives beyond MO_SMALL_DESIGN_MAX_DIM, morbo from ``spread`` d results on; ``until``: several
+    objectives on MO_GLOBAL_MAX_DIM + 1 .. MO_SMALL_DESIGN_MAX_DIM coordinates, qlognehvi until ``until`` d results,
+    then morbo; ``descent``: beyond GLOBAL_MAX_DIM, mpd until ``descent`` d results."""
     if kind == "finite":
         if "objectives" in needs:
             return [("random", "a finite space with several objectives: no model policy serves them there")]
@@ -134,13 +148,24 @@ def preferences(
         if dim <= MO_GLOBAL_MAX_DIM or kind == "categorical":
             out.append(("qlognehvi", f"several objectives, {dim} coordinates: global qLogNEHVI (a global GP led the "
                                      "local regions at d 5, results/multiobjective.md)"))  # fmt: skip
-        switch = math.ceil(spread * dim)
-        if dim > MO_GLOBAL_MAX_DIM and n >= switch:
-            out.append(("morbo", f"several objectives, {n} results past {spread:g} d = "
-                                 f"{switch}: morbo's regions on the front of the results so far, "
+            local = None
+        elif dim <= MO_SMALL_DESIGN_MAX_DIM:
+            local = math.ceil(until * dim)
+            if n < local:
+                out.append(("qlognehvi", f"several objectives, {dim} coordinates, {n} results: global qLogNEHVI from "
+                                         "a 5-point design, refitted afresh each suggest (ahead of the local "
+                                         f"policies at 100 evaluations on DTLZ2-10), until {until:g} d = {local} "
+                                         "results (results/multiobjective_findings.md)"))  # fmt: skip
+        else:
+            local = math.ceil(spread * dim)
+        if local is not None and n >= local:
+            after = "qlognehvi" if dim <= MO_SMALL_DESIGN_MAX_DIM else "minucb"
+            per = until if dim <= MO_SMALL_DESIGN_MAX_DIM else spread
+            out.append(("morbo", f"several objectives, {n} results past {per:g} d = "
+                                 f"{local}: morbo's regions on the front {after} reached, "
                                  "candidates moving 2 coordinates, spread it "
                                  "(results/multiobjective_findings.md)"))  # fmt: skip
-        then = f"; morbo from {switch} results" if dim > MO_GLOBAL_MAX_DIM and served("morbo") else ""
+        then = f"; morbo from {local} results" if local is not None and served("morbo") else ""
         unserved = [p for p in ("qlognehvi", "morbo") if not served(p)]
         besides = needs - {"objectives", "constraints", "parameter_constraints"}
         what = " and ".join(sorted({"failures": "failures to avoid", "safety": "safe mode"}[c] for c in besides))
@@ -181,10 +206,11 @@ def choose(
     candidates: int = 0,
     spread: float = MO_SPREAD_PER_DIM,
     descent: float = MPD_PER_DIM,
+    until: float = MO_GLOBAL_PER_DIM,
 ) -> tuple[str, str]:
     """The first preference that serves the study (its space kind and every need), or a PolicyConfigError."""
     policies = registry()
-    for name, why in preferences(kind, dim, needs, n, candidates, spread, descent):
+    for name, why in preferences(kind, dim, needs, n, candidates, spread, descent, until):
         cls = policies[name]
         if kind in cls.spaces and needs <= cls.handles:
             return name, why
@@ -209,8 +235,13 @@ class AutoConfig(PolicyConfig):
     )
     morbo_after: float = _hand_over(
         MO_SPREAD_PER_DIM,
-        f"Several objectives beyond {MO_GLOBAL_MAX_DIM} coordinates: minucb until this many results per coordinate "
-        "(results/multiobjective_findings.md), then morbo",
+        f"Several objectives beyond {MO_SMALL_DESIGN_MAX_DIM} coordinates: minucb until this many results per "
+        "coordinate (results/multiobjective_findings.md), then morbo",
+    )
+    qlognehvi_until: float = _hand_over(
+        MO_GLOBAL_PER_DIM,
+        f"Several objectives on {MO_GLOBAL_MAX_DIM + 1} to {MO_SMALL_DESIGN_MAX_DIM} coordinates: qlognehvi from a "
+        "5-point design until this many results per coordinate (results/multiobjective_findings.md), then morbo",
     )
     mpd_until: float = _hand_over(
         MPD_PER_DIM,
@@ -241,14 +272,24 @@ class AutoState(PolicyState):
     why: str | None = None
     x0: list[float] | None = None  # where a local policy chosen after another starts: the best point then
     inner: dict[str, Any] | None = None  # the chosen policy's dumped state
+    settings: dict[str, Any] = Field(default_factory=dict)  # auto's settings of it for this study (SMALL_DESIGN)
     switches: list[Switch] = Field(default_factory=list)
 
 
-def inner_config(name: str, config: AutoConfig, x0: list[float] | None) -> PolicyConfig:
-    """The chosen policy's config: auto's defaults for it under the study's ``configs``, and x0 where it starts
-    after another policy."""
+def study_settings(name: str, kind: str, dim: int, needs: frozenset[str]) -> dict[str, Any]:
+    """Auto's settings of ``name`` that depend on the study, kept in its state: SMALL_DESIGN for qlognehvi on several
+    objectives over MO_GLOBAL_MAX_DIM + 1 .. MO_SMALL_DESIGN_MAX_DIM continuous coordinates."""
+    mid = kind == "continuous" and MO_GLOBAL_MAX_DIM < dim <= MO_SMALL_DESIGN_MAX_DIM
+    return dict(SMALL_DESIGN) if name == "qlognehvi" and "objectives" in needs and mid else {}
+
+
+def inner_config(
+    name: str, config: AutoConfig, x0: list[float] | None, settings: dict[str, Any] | None = None
+) -> PolicyConfig:
+    """The chosen policy's config: auto's defaults for it and its ``settings`` for the study under the study's
+    ``configs``, and x0 where it starts after another policy."""
     cls = registry()[name]
-    raw = {**CHOSEN_DEFAULTS.get(name, {}), **config.configs.get(name, {})}
+    raw = {**CHOSEN_DEFAULTS.get(name, {}), **(settings or {}), **config.configs.get(name, {})}
     if x0 is not None and "x0" in cls.Config.model_fields and raw.get("x0") is None:
         raw["x0"] = x0
     return cls.Config.model_validate(raw)
@@ -281,7 +322,7 @@ class Auto(Policy[AutoConfig, AutoState]):
         if state.chosen is None:
             return None
         policy = registry()[state.chosen]
-        return policy, policy.load_state(state.inner)[0], inner_config(state.chosen, config, state.x0)
+        return policy, policy.load_state(state.inner)[0], inner_config(state.chosen, config, state.x0, state.settings)
 
     @classmethod
     def plans_now(cls, state: AutoState, n_complete: int, n_running: int) -> bool:
@@ -318,14 +359,15 @@ class Auto(Policy[AutoConfig, AutoState]):
         own = request.config
         # mpd only opens a study: one that ran another policy (stored before mpd came first) does not go back to it
         descent = own.mpd_until if state.chosen in (None, "mpd") else 0.0
-        name, why = choose(kind, request.dim, needs, n, candidates, own.morbo_after, descent)
+        name, why = choose(kind, request.dim, needs, n, candidates, own.morbo_after, descent, own.qlognehvi_until)
         if name != state.chosen:  # a fresh start of the new policy on all the data; a local one at the best point
             x0 = request.X[int(request.y.argmin())].tolist() if n else None  # (results told before the first choice)
             switches = [*state.switches, Switch(n=n, policy=name, why=why)][-MAX_SWITCHES:]
-            state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches)
+            settings = study_settings(name, kind, request.dim, needs)
+            state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches, settings=settings)
         policy = registry()[name]
         inner_state = policy.load_state(state.inner)[0]
-        config = inner_config(name, request.config, state.x0)
+        config = inner_config(name, request.config, state.x0, state.settings)
         inner: SuggestRequest[Any, Any] = dataclasses.replace(request, state=inner_state, config=config)  # type: ignore[arg-type]
         out = policy().suggest(inner)
         kept = state.model_copy(update={"inner": policy.dump_state(out.state), "why": why})

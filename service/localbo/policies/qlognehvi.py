@@ -24,7 +24,11 @@ on y, the same models and search. Defaults are modest for a 2-core machine:
 5 front starts: on VehicleSafety after 150 results they found a higher acquisition in 3 of 12 searches (by 0.6-1.2
 in log; results/acquisition_search.md), and through ``auto`` the log10 hypervolume difference at 200 went from 0.090
 to -0.454 (multiobjective_findings.md, "qlognehvi's acquisition search starts at front points too").
-BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG.
+BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG. Options that make the model
+Ax's (``auto`` runs the first two on 6 to 10 coordinates): ``n_init`` 5; ``warm_start: false``, each GP fitted from
+its priors' modes rather than its last fit; ``winsorize``, each objective clipped for its GP above max(q3, ref) +
+1.5 (max(q3, ref) - q1), Ax's Winsorize for an objective threshold; ``kernel: "rbf"`` (worse on DTLZ2-10:
+results/probes/mo_dtlz2_10_qlognehvi_ninit5_model.md).
 
 Cost bounded in n (``subsets.py``): past ``max_data`` results (500) the GPs fit a subset, the first Pareto layers
 and the rest evenly spaced; past ``max_baseline`` results (256) the baseline is the first 256 by Pareto layer, the
@@ -40,12 +44,13 @@ cost about the square of the front's size (at d = 5, 3 objectives, one thread: 9
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 from botorch.models import ModelListGP
 from pydantic import Field
 
-from localbo.policies import register, subsets
+from localbo.policies import register, subsets, warping
 from localbo.policies.acqopt import unit_bounds
 from localbo.policies.base import (
     Display,
@@ -68,6 +73,7 @@ SOBOL_MAX_DIM = torch.quasirandom.SobolEngine.MAXDIM
 
 
 class QLogNEHVIConfig(PolicyConfig):
+    kernel: Literal["rbf", "matern52"] = Field(default="matern52", description="ARD kernel of the GPs")
     n_init: int | None = Field(default=None, ge=2, le=10_000, description="Initial Sobol design (2 (d + 1))")
     batch_size: int = Field(default=1, ge=1, le=64, description="Points per batch q (at least the ask's count)")
     num_restarts: int = Field(default=4, ge=1, le=64, description="optimize_acqf starts")
@@ -80,6 +86,14 @@ class QLogNEHVIConfig(PolicyConfig):
         description="More starts, each at points of the observed feasible Pareto front drawn at random (0: none)",
     )  # fmt: skip
     noise_floor: float = noise_floor_field()
+    warm_start: bool = Field(
+        default=True,
+        description="Fit each GP from its last fit's hyperparameters (false: from the priors' modes, as Ax)",
+    )
+    winsorize: bool = Field(
+        default=False,
+        description="GPs on each objective clipped above max(q3, ref) + 1.5 (max(q3, ref) - q1), as Ax's Winsorize",
+    )
     max_data: int | None = Field(
         default=500, ge=10, le=100_000, description="Results the GPs fit at most (subsets.py); null: every one"
     )
@@ -118,7 +132,7 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
 
     @classmethod
     def kernel(cls, config: QLogNEHVIConfig) -> KernelKind:
-        return "matern52"
+        return config.kernel
 
     @classmethod
     def display(cls, state: QLogNEHVIState, config: QLogNEHVIConfig, n_complete: int) -> Display | None:
@@ -168,8 +182,10 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         scale = torch.where(size_y > 1e100, size_y, torch.ones_like(size_y))
         Ys, ref_s = Y / scale, ref / scale
         g = request.generator
-        warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k else [None] * k
-        warm_c: list[Hypers | None] = list(state.constraint_hypers) if len(state.constraint_hypers) == m else [None] * m
+        warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k and config.warm_start else [None] * k
+        warm_c: list[Hypers | None] = [None] * m
+        if len(state.constraint_hypers) == m and config.warm_start:
+            warm_c = list(state.constraint_hypers)
         floor = config.noise_floor
         fit = torch.arange(n)  # the GPs' data, bounded past max_data
         if config.max_data is not None and n > config.max_data:
@@ -178,12 +194,19 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         if config.max_baseline is not None and n > config.max_baseline:
             base = subsets.front_first(Y, C, config.max_baseline)
         Xf, Cf = X[fit], (C[fit] if C is not None else None)
+        if config.winsorize:
+            Ym = torch.stack([warping.winsorized(Ys[:, j], float(ref_s[j])) for j in range(k)], -1)
+        else:
+            Ym = Ys
         objectives = [
-            fit_model(Xf, Ys[fit, j], "matern52", warm[j], device=dev, generator=g, noise_floor=floor) for j in range(k)
+            fit_model(Xf, Ym[fit, j], config.kernel, warm[j], device=dev, generator=g, noise_floor=floor)
+            for j in range(k)
         ]
         size = typical_size(Cf) if Cf is not None else torch.ones(0, dtype=torch.float64)
         constraints = [
-            fit_model(Xf, bilog(Cf[:, j] / size[j]), "matern52", warm_c[j], device=dev, generator=g, noise_floor=floor)
+            fit_model(
+                Xf, bilog(Cf[:, j] / size[j]), config.kernel, warm_c[j], device=dev, generator=g, noise_floor=floor
+            )
             for j in range(m)
             if Cf is not None
         ]

@@ -35,11 +35,14 @@ def power_warp(y: Tensor, window: Tensor) -> Tensor:
     return torch.as_tensor(warped, dtype=y.dtype, device=y.device)
 
 
-def winsorized(y: Tensor) -> Tensor:
+def winsorized(y: Tensor, bound: float | None = None) -> Tensor:
     """y (to minimise) clipped above Tukey's upper fence q3 + 1.5 (q3 - q1), as Ax's Winsorize: the best values and
-    their order are kept, the bad outliers capped; y as it is below four values."""
+    their order are kept, the bad outliers capped; y as it is below four values. With a ``bound`` (an objective's
+    reference point, a constraint's limit) the fence is top + 1.5 (top - q1), top = max(q3, bound), as Ax's for an
+    objective threshold: no value at or below the bound is changed."""
     if y.numel() < 4:
         return y
     q1 = torch.quantile(y, 0.25, interpolation="lower")
     q3 = torch.quantile(y, 0.75, interpolation="higher")
-    return y.clamp_max(q3 + 1.5 * (q3 - q1))
+    top = q3 if bound is None else torch.clamp_min(q3, bound)
+    return y.clamp_max(top + 1.5 * (top - q1))
