@@ -31,9 +31,11 @@ MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "flo
         ("continuous", 6, {"constraints", "safety"}, 0, 0, "turbo"),
         ("categorical", 6, {"constraints", "failures"}, 0, 0, "ei"),
         ("continuous", 2, {"objectives"}, 0, 0, "qlognehvi"),
-        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "qlognehvi"),  # from its small design
-        ("continuous", 10, {"objectives", "constraints"}, 10 * 10, 0, "morbo"),
-        ("continuous", 11, {"objectives", "constraints"}, 0, 0, "minucb"),
+        ("continuous", 10, {"objectives"}, 0, 0, "qlognehvi"),  # from its small design
+        ("continuous", 10, {"objectives", "parameter_constraints"}, 10 * 10, 0, "morbo"),
+        ("continuous", 10, {"objectives", "constraints"}, 0, 0, "minucb"),  # qlognehvi far behind on C2DTLZ2
+        ("continuous", 10, {"objectives", "constraints"}, 5 * 10, 0, "morbo"),
+        ("continuous", 11, {"objectives"}, 0, 0, "minucb"),
         ("continuous", 10, {"objectives", "failures"}, 0, 0, "minucb"),
         ("continuous", 12, {"objectives"}, 5 * 12 - 1, 0, "minucb"),
         ("continuous", 12, {"objectives", "constraints"}, 5 * 12, 0, "morbo"),  # minucb's window full: spread

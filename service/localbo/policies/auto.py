@@ -8,10 +8,11 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         runs: results/chaining.md), else ucb (level with it on GP samples at ~1/300 of the cost);
                         random for several objectives (no model policy serves them on a finite space)
     several objectives  d <= 5: qlognehvi (global; on VehicleSafety, d 5, level with GPSampler at 100 evaluations
-                        and behind it at 200, morbo 5x behind: results/multiobjective.md); d 6 to 10: qlognehvi
-                        from a 5-point design, each GP refitted from its priors (``SMALL_DESIGN``, as Ax's default:
-                        on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for minucb then morbo) until 10 d results
-                        (``qlognehvi_until``), then morbo on the front it reached; else minucb on ParEGO
+                        and behind it at 200, morbo 5x behind: results/multiobjective.md); d 6 to 10 without
+                        outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
+                        (``SMALL_DESIGN``, as Ax's default: on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for
+                        minucb then morbo; level at 200) until 10 d results (``qlognehvi_until``), then morbo on the
+                        front it reached; else (above 10, or with outcome constraints) minucb on ParEGO
                         scalarisations (local: it reaches the front first, ahead of morbo on DTLZ2-10, DTLZ2-30 and
                         C2DTLZ2-12) until 5 d results (its window), then morbo on the front it reached, its candidates
                         moving about 2 coordinates of a front point (``perturbed_coordinates``; the paper's 20 move
@@ -145,11 +146,16 @@ def preferences(
         out = []
         policies = registry()
         served = lambda name: needs <= policies[name].handles  # noqa: E731
+        # 6 to 10 coordinates without outcome constraints: qlognehvi from its small design, then morbo (with one, on
+        # C2DTLZ2 at d 12, it was far behind minucb then morbo: results/probes/mo_c2dtlz2_qlognehvi_small_design_100.md)
+        mid = (
+            MO_GLOBAL_MAX_DIM < dim <= MO_SMALL_DESIGN_MAX_DIM and kind != "categorical" and "constraints" not in needs
+        )
         if dim <= MO_GLOBAL_MAX_DIM or kind == "categorical":
             out.append(("qlognehvi", f"several objectives, {dim} coordinates: global qLogNEHVI (a global GP led the "
                                      "local regions at d 5, results/multiobjective.md)"))  # fmt: skip
             local = None
-        elif dim <= MO_SMALL_DESIGN_MAX_DIM:
+        elif mid:
             local = math.ceil(until * dim)
             if n < local:
                 out.append(("qlognehvi", f"several objectives, {dim} coordinates, {n} results: global qLogNEHVI from "
@@ -159,8 +165,7 @@ def preferences(
         else:
             local = math.ceil(spread * dim)
         if local is not None and n >= local:
-            after = "qlognehvi" if dim <= MO_SMALL_DESIGN_MAX_DIM else "minucb"
-            per = until if dim <= MO_SMALL_DESIGN_MAX_DIM else spread
+            after, per = ("qlognehvi", until) if mid else ("minucb", spread)
             out.append(("morbo", f"several objectives, {n} results past {per:g} d = "
                                  f"{local}: morbo's regions on the front {after} reached, "
                                  "candidates moving 2 coordinates, spread it "
@@ -280,7 +285,7 @@ def study_settings(name: str, kind: str, dim: int, needs: frozenset[str]) -> dic
     """Auto's settings of ``name`` that depend on the study, kept in its state: SMALL_DESIGN for qlognehvi on several
     objectives over MO_GLOBAL_MAX_DIM + 1 .. MO_SMALL_DESIGN_MAX_DIM continuous coordinates."""
     mid = kind == "continuous" and MO_GLOBAL_MAX_DIM < dim <= MO_SMALL_DESIGN_MAX_DIM
-    return dict(SMALL_DESIGN) if name == "qlognehvi" and "objectives" in needs and mid else {}
+    return dict(SMALL_DESIGN) if name == "qlognehvi" and "objectives" in needs and mid else {}  # (no constraint)
 
 
 def inner_config(
