@@ -251,7 +251,7 @@ def markdown(state: dict[str, Any], table: dict[str, Any]) -> str:
         "",
         "The best of ours (the local policies morbo, minucb, la-minucb and their variants, and `auto`, the default",
         "policy, which runs qlognehvi at d <= 5; at d 6 to 10 without outcome constraints qlognehvi from a 5-point",
-        "design for 10 d results, then morbo; else minucb for 5 d results, then morbo) against the best peer",
+        "design for 20 d results, then morbo; else minucb for 5 d results, then morbo) against the best peer",
         "(NSGA-II, TPE, GPSampler, Ax, random), each by its mean log10 hypervolume difference; `best local` is the",
         "best without `auto` (whose value at d <= 10 is a global policy's until it hands over), with its own",
         "verdict. d >= 10: ours <= 0.5 x the peer's difference (in log10: <= peer - 0.301; geometric means over",

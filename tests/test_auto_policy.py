@@ -32,7 +32,7 @@ MIXED = {"a": {"type": "categorical", "choices": ["x", "y"]}, "b": {"type": "flo
         ("categorical", 6, {"constraints", "failures"}, 0, 0, "ei"),
         ("continuous", 2, {"objectives"}, 0, 0, "qlognehvi"),
         ("continuous", 10, {"objectives"}, 0, 0, "qlognehvi"),  # from its small design
-        ("continuous", 10, {"objectives", "parameter_constraints"}, 10 * 10, 0, "morbo"),
+        ("continuous", 10, {"objectives", "parameter_constraints"}, 20 * 10, 0, "morbo"),
         ("continuous", 10, {"objectives", "constraints"}, 0, 0, "minucb"),  # qlognehvi far behind on C2DTLZ2
         ("continuous", 10, {"objectives", "constraints"}, 5 * 10, 0, "morbo"),
         ("continuous", 11, {"objectives"}, 0, 0, "minucb"),
@@ -141,7 +141,7 @@ def test_several_objectives_with_failures_say_why_the_scalarised_policy_stays() 
 
     name, why = choose("continuous", 8, frozenset({"objectives", "failures"}), 100)
     assert name == "minucb" and "morbo from" not in why and "qlognehvi and morbo do not serve failures" in why
-    assert "until 10 d = 80 results" in choose("continuous", 8, frozenset({"objectives"}), 10)[1]
+    assert "until 20 d = 160 results" in choose("continuous", 8, frozenset({"objectives"}), 10)[1]
 
 
 def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_design_then_morbo() -> None:
@@ -151,8 +151,8 @@ def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_de
     from localbo.policies.auto import SMALL_DESIGN, choose, study_settings
 
     objectives = frozenset({"objectives"})
-    assert choose("continuous", 10, objectives, 99)[0] == "qlognehvi"
-    assert choose("continuous", 10, objectives, 100)[0] == "morbo"  # 10 d results
+    assert choose("continuous", 10, objectives, 199)[0] == "qlognehvi"
+    assert choose("continuous", 10, objectives, 200)[0] == "morbo"  # 20 d results
     assert choose("continuous", 10, objectives, 30, until=3)[0] == "morbo"
     assert choose("continuous", 11, objectives, 10)[0] == "minucb"
     assert (
@@ -161,7 +161,7 @@ def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_de
     assert study_settings("qlognehvi", "continuous", 5, objectives) == {}
     assert study_settings("qlognehvi", "categorical", 8, objectives) == {}
     assert study_settings("morbo", "continuous", 8, objectives) == {}
-    assert Auto.Config().qlognehvi_until == 10
+    assert Auto.Config().qlognehvi_until == 20
     with pytest.raises(ValueError, match="qlognehvi_until"):
         Auto.Config(qlognehvi_until=-1)
 

@@ -11,7 +11,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         and behind it at 200, morbo 5x behind: results/multiobjective.md); d 6 to 10 without
                         outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
                         (``SMALL_DESIGN``, as Ax's default: on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for
-                        minucb then morbo; level at 200) until 10 d results (``qlognehvi_until``), then morbo on the
+                        minucb then morbo) until 20 d results (``qlognehvi_until``; handed to morbo at 10 d it was
+                        level with minucb then morbo at 200, -1.63 against -1.62, and behind itself), then morbo on the
                         front it reached; else (above 10, or with outcome constraints) minucb on ParEGO
                         scalarisations (local: it reaches the front first, ahead of morbo on DTLZ2-10, DTLZ2-30 and
                         C2DTLZ2-12) until 5 d results (its window), then morbo on the front it reached, its candidates
@@ -34,7 +35,7 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         keeps descending: Ackley-25 at 500 evaluations 2.13 against 0.60)
 
 The choice can change as the study grows (the d <= 10 switch at n = 500; mpd to minucb at 4 d results above, set by
-``mpd_until``; minucb to morbo at 5 d results for several objectives, ``morbo_after``; qlognehvi to morbo at 10 d
+``mpd_until``; minucb to morbo at 5 d results for several objectives, ``morbo_after``; qlognehvi to morbo at 20 d
 results on 6 to 10 coordinates, ``qlognehvi_until``): the new policy starts fresh on
 all the data, a local one at the best point so far (its ``x0``), morbo with its regions on the front of all the data.
 ``configs`` holds settings for the policies it may pick, by name, checked at creation; under them, auto runs ei
@@ -76,7 +77,7 @@ GLOBAL_MAX_DIM = 10  # at most this many coordinates: a global GP policy
 GLOBAL_MAX_N = 500  # ei's max_data: beyond, its GP sees a thinned subset; a local policy's window stays dense
 MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, minucb beyond
 MO_SMALL_DESIGN_MAX_DIM = 10  # several objectives beyond MO_GLOBAL_MAX_DIM up to here: qlognehvi (SMALL_DESIGN)
-MO_GLOBAL_PER_DIM = 10  # ... for 10 d results, then morbo
+MO_GLOBAL_PER_DIM = 20  # ... for 20 d results (200 at d 10, the longest run measured), then morbo
 MO_SPREAD_PER_DIM = 5  # several objectives beyond MO_SMALL_DESIGN_MAX_DIM: minucb for 5 d results, then morbo
 MPD_PER_DIM = 4  # d > GLOBAL_MAX_DIM, nothing to respect: mpd for 4 d results, then minucb (results/league.md)
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
