@@ -11,8 +11,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         and behind it at 200, morbo 5x behind: results/multiobjective.md); d 6 to 10 without
                         outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
                         (``SMALL_DESIGN``, as Ax's default: on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for
-                        minucb then morbo) until 20 d results (``qlognehvi_until``; handed to morbo at 10 d it was
-                        level with minucb then morbo at 200, -1.63 against -1.62, and behind itself), then morbo on the
+                        minucb then morbo; at 200 -1.96 against -1.62, 5 of 5 seeds ahead; handed to morbo at 10 d
+                        only -1.63) until 20 d results (``qlognehvi_until``), then morbo on the
                         front it reached; else (above 10, or with outcome constraints) minucb on ParEGO
                         scalarisations (local: it reaches the front first, ahead of morbo on DTLZ2-10, DTLZ2-30 and
                         C2DTLZ2-12) until 5 d results (its window), then morbo on the front it reached, its candidates
