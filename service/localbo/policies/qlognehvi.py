@@ -183,9 +183,10 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         scale = torch.where(size_y > 1e100, size_y, torch.ones_like(size_y))
         Ys, ref_s = Y / scale, ref / scale
         g = request.generator
-        warm: list[Hypers | None] = list(state.hypers) if len(state.hypers) == k and config.warm_start else [None] * k
+        keep = config.warm_start  # else each GP starts from its priors' modes
+        warm: list[Hypers | None] = list(state.hypers) if keep and len(state.hypers) == k else [None] * k
         warm_c: list[Hypers | None] = [None] * m
-        if len(state.constraint_hypers) == m and config.warm_start:
+        if keep and len(state.constraint_hypers) == m:
             warm_c = list(state.constraint_hypers)
         floor = config.noise_floor
         fit = torch.arange(n)  # the GPs' data, bounded past max_data
@@ -195,10 +196,9 @@ class QLogNEHVI(Policy[QLogNEHVIConfig, QLogNEHVIState]):
         if config.max_baseline is not None and n > config.max_baseline:
             base = subsets.front_first(Y, C, config.max_baseline)
         Xf, Cf = X[fit], (C[fit] if C is not None else None)
+        Ym = Ys  # what the objectives' GPs see: with ``winsorize`` each clipped above its fence
         if config.winsorize:
             Ym = torch.stack([warping.winsorized(Ys[:, j], float(ref_s[j])) for j in range(k)], -1)
-        else:
-            Ym = Ys
         objectives = [
             fit_model(Xf, Ym[fit, j], config.kernel, warm[j], device=dev, generator=g, noise_floor=floor)
             for j in range(k)
