@@ -147,7 +147,8 @@ def test_several_objectives_with_failures_say_why_the_scalarised_policy_stays() 
 def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_design_then_morbo() -> None:
     """From 6 to 10 coordinates: qlognehvi with 5 design points and fresh fits (``SMALL_DESIGN``, kept in the state
     so the study's config is the same at every suggest) until ``qlognehvi_until`` d results, then morbo; above 10
-    coordinates minucb first, as before; at 5 and under, and on categorical spaces, qlognehvi as it is."""
+    coordinates minucb first, as before; at 5 and under qlognehvi throughout, from the small design too without outcome
+    constraints; on categorical spaces qlognehvi as it is."""
     from localbo.policies.auto import SMALL_DESIGN, choose, study_settings
 
     objectives = frozenset({"objectives"})
@@ -158,7 +159,9 @@ def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_de
     assert (
         study_settings("qlognehvi", "continuous", 6, objectives) == SMALL_DESIGN == {"n_init": 5, "warm_start": False}
     )
-    assert study_settings("qlognehvi", "continuous", 5, objectives) == {}
+    assert study_settings("qlognehvi", "continuous", 5, objectives) == SMALL_DESIGN  # (d <= 5: qlognehvi throughout)
+    assert study_settings("qlognehvi", "continuous", 5, objectives | {"constraints"}) == {}
+    assert study_settings("qlognehvi", "continuous", 11, objectives) == {}
     assert study_settings("qlognehvi", "categorical", 8, objectives) == {}
     assert study_settings("morbo", "continuous", 8, objectives) == {}
     assert Auto.Config().qlognehvi_until == 20

@@ -284,9 +284,9 @@ class AutoState(PolicyState):
 
 def study_settings(name: str, kind: str, dim: int, needs: frozenset[str]) -> dict[str, Any]:
     """Auto's settings of ``name`` that depend on the study, kept in its state: SMALL_DESIGN for qlognehvi on several
-    objectives over MO_GLOBAL_MAX_DIM + 1 .. MO_SMALL_DESIGN_MAX_DIM continuous coordinates."""
-    mid = kind == "continuous" and MO_GLOBAL_MAX_DIM < dim <= MO_SMALL_DESIGN_MAX_DIM
-    return dict(SMALL_DESIGN) if name == "qlognehvi" and "objectives" in needs and mid else {}  # (no constraint)
+    objectives over at most MO_SMALL_DESIGN_MAX_DIM continuous coordinates without outcome constraints."""
+    small = kind == "continuous" and dim <= MO_SMALL_DESIGN_MAX_DIM and "constraints" not in needs
+    return dict(SMALL_DESIGN) if name == "qlognehvi" and "objectives" in needs and small else {}
 
 
 def inner_config(
