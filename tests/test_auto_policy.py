@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import unique
 from localbo.policies import PolicyConfigError, registry
-from localbo.policies.auto import GLOBAL_MAX_N, choose
+from localbo.policies.auto import GLOBAL_MAX_N, SMALL_DESIGN, AutoState, Switch, choose
 from localbo.policies.requests import make_request
 
 Auto = registry()["auto"]
@@ -223,6 +223,26 @@ def test_several_objectives_switch_from_minucb_to_morbo_moving_two_coordinates_o
     assert out.X.shape == (1, d) and bool(((out.X >= 0) & (out.X <= 1)).all())
     shown = Auto.display(out.state, Auto.Config(configs={"morbo": {"candidates": 64}}), 5 * d)
     assert shown is not None and "morbo" in str(shown.numbers["auto: why"])
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_study_that_reached_morbo_does_not_go_back_to_qlognehvi() -> None:
+    """On 6 to 10 coordinates a study stored under the older rule (minucb, then morbo from 5 d results) is in morbo
+    before qlognehvi's 20 d: it stays there; a study still on minucb moves on to qlognehvi."""
+    d = 7
+    g = torch.Generator().manual_seed(4)
+    X = torch.rand(5 * d, d, generator=g, dtype=torch.float64)
+    Y = torch.stack([(X - 0.25).pow(2).sum(-1), (X - 0.75).pow(2).sum(-1)], -1)
+    small = {"morbo": {"candidates": 64}, "qlognehvi": {"num_restarts": 1, "raw_samples": 16, "mc_samples": 16,
+                                                        "maxiter": 10, "front_starts": 0}}  # fmt: skip
+    stored = AutoState(chosen="morbo", why="older rule", switches=[Switch(n=5 * d - 1, policy="morbo", why="older")])
+    request = make_request("auto", X, Y[:, 0], state=stored, config={"configs": small})
+    out = Auto().suggest(dataclasses.replace(request, Y=Y))
+    assert out.state.chosen == "morbo" and len(out.state.switches) == 1
+    on_minucb = stored.model_copy(update={"chosen": "minucb"})
+    request = make_request("auto", X, Y[:, 0], state=on_minucb, config={"configs": small})
+    moved = Auto().suggest(dataclasses.replace(request, Y=Y))
+    assert moved.state.chosen == "qlognehvi" and moved.state.settings == SMALL_DESIGN
 
 
 @pytest.mark.usefixtures("one_torch_thread")

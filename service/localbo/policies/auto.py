@@ -365,7 +365,10 @@ class Auto(Policy[AutoConfig, AutoState]):
         own = request.config
         # mpd only opens a study: one that ran another policy (stored before mpd came first) does not go back to it
         descent = own.mpd_until if state.chosen in (None, "mpd") else 0.0
-        name, why = choose(kind, request.dim, needs, n, candidates, own.morbo_after, descent, own.qlognehvi_until)
+        # nor does one that reached morbo go back to qlognehvi (on 6 to 10 coordinates an older rule ran minucb, then
+        # morbo from 5 d results): its regions keep the front they hold
+        until = own.qlognehvi_until if state.chosen != "morbo" else 0.0
+        name, why = choose(kind, request.dim, needs, n, candidates, own.morbo_after, descent, until)
         if name != state.chosen:  # a fresh start of the new policy on all the data; a local one at the best point
             x0 = request.X[int(request.y.argmin())].tolist() if n else None  # (results told before the first choice)
             switches = [*state.switches, Switch(n=n, policy=name, why=why)][-MAX_SWITCHES:]
