@@ -7,9 +7,10 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
     finite space        chaining-ucb up to 2,000 candidates (it led on Himmelblau and the graph task, 16 of 16
                         runs: results/chaining.md), else ucb (level with it on GP samples at ~1/300 of the cost);
                         random for several objectives (no model policy serves them on a finite space)
-    several objectives  d <= 5: qlognehvi (global; on VehicleSafety, d 5, level with GPSampler at 100 evaluations
-                        and behind it at 200, morbo 5x behind: results/multiobjective.md); d 6 to 10 without
-                        outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
+    several objectives  d <= 5: qlognehvi (global; morbo 5x behind on VehicleSafety, d 5: results/multiobjective.md),
+                        from SMALL_DESIGN without outcome constraints (VehicleSafety at 200 evaluations -0.55
+                        against -0.45, at 100 0.02 against 0.04, for 0.7x the CPU; Branin-Currin level); d 6 to 10
+                        without outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
                         (``SMALL_DESIGN``, as Ax's default: on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for
                         minucb then morbo; at 200 -1.96 against -1.62, 5 of 5 seeds ahead; handed to morbo at 10 d
                         only -1.63) until 20 d results (``qlognehvi_until``), then morbo on the
@@ -92,11 +93,11 @@ MAX_SWITCHES = 20  # kept in the state, newest last
 # paired at 100 evaluations, it cut the regret on Rosenbrock-2/3/4, Goldstein-Price and six-hump camel to 0.1-0.5x,
 # left 8 level and cost Rosenbrock-10 1.2x (within one standard error; 1.3x at 50, 5 seeds of 10 worse)
 # (results/probes/*_ei_winsorize_100.md; results/league_findings.md, "Winsorize where auto runs ei").
-# qlognehvi beyond MO_GLOBAL_MAX_DIM: 5 design points instead of 2 (d + 1) and each GP fitted from its priors' modes
+# qlognehvi without outcome constraints: 5 design points instead of 2 (d + 1) and each GP fitted from its priors' modes
 # rather than its last fit (as Ax's default): on DTLZ2-10 at 100 evaluations, 5 seeds, log10 hypervolume difference
 # -1.25 +- 0.06 with the small design, -1.31 +- 0.03 with fresh fits too (paired -0.06 +- 0.05, 3 of 5 better; at 50
 # -0.10 +- 0.04, 4 of 5), against -1.03 for minucb then morbo (results/probes/mo_dtlz2_10_qlognehvi_ninit5_model.md;
-# an RBF kernel instead of Matérn-5/2 was worse on 5 of 5)
+# an RBF kernel instead of Matérn-5/2 was worse on 5 of 5); at d <= 5 too since 2026-12-05 (multiobjective_findings.md)
 SMALL_DESIGN: dict[str, Any] = {"n_init": 5, "warm_start": False}
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
     "ei": {"winsorize": True},
