@@ -149,7 +149,7 @@ def test_several_objectives_on_6_to_10_coordinates_run_qlognehvi_from_a_small_de
     so the study's config is the same at every suggest) until ``qlognehvi_until`` d results, then morbo; above 10
     coordinates minucb first, as before; at 5 and under qlognehvi throughout, from the small design too without outcome
     constraints; on categorical spaces qlognehvi as it is."""
-    from localbo.policies.auto import SMALL_DESIGN, choose, study_settings
+    from localbo.policies.auto import study_settings
 
     objectives = frozenset({"objectives"})
     assert choose("continuous", 10, objectives, 199)[0] == "qlognehvi"
