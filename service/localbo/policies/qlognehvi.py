@@ -25,11 +25,11 @@ on y, the same models and search. Defaults are modest for a 2-core machine:
 in log; results/acquisition_search.md), and through ``auto`` the log10 hypervolume difference at 200 went from 0.090
 to -0.454 (multiobjective_findings.md, "qlognehvi's acquisition search starts at front points too").
 BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG. Options that make the model
-Ax's (``auto`` runs the first two on 6 to 10 coordinates): ``n_init`` 5; ``warm_start: false``, each GP fitted from
-its priors' modes rather than its last fit; ``winsorize``, each objective clipped for its GP above max(q3, ref) +
-1.5 (max(q3, ref) - q1), Ax's Winsorize for an objective threshold (on top of the first two, level to worse on
-DTLZ2-10: results/probes/mo_dtlz2_10_qlognehvi_small_design_winsorize_100.md); ``kernel: "rbf"`` (worse on
-DTLZ2-10: results/probes/mo_dtlz2_10_qlognehvi_ninit5_model.md).
+Ax's (``auto`` runs the first two up to 10 coordinates without outcome constraints): ``n_init`` 5;
+``warm_start: false``, each GP fitted from its priors' modes rather than its last fit; ``winsorize``, each objective
+clipped for its GP above max(q3, ref) + 1.5 (max(q3, ref) - q1), Ax's Winsorize for an objective threshold (on top
+of the first two, level to worse on DTLZ2-10: results/probes/mo_dtlz2_10_qlognehvi_small_design_winsorize_100.md);
+``kernel: "rbf"`` (worse on DTLZ2-10: results/probes/mo_dtlz2_10_qlognehvi_ninit5_model.md).
 
 Cost bounded in n (``subsets.py``): past ``max_data`` results (500) the GPs fit a subset, the first Pareto layers
 and the rest evenly spaced; past ``max_baseline`` results (256) the baseline is the first 256 by Pareto layer, the
