@@ -225,6 +225,47 @@ def test_several_objectives_switch_from_minucb_to_morbo_moving_two_coordinates_o
     assert shown is not None and "morbo" in str(shown.numbers["auto: why"])
 
 
+def test_qlognehvi_searches_wide_for_its_first_20_d_results_at_5_coordinates_and_under() -> None:
+    """Ax's acquisition search (``WIDE_SEARCH``) for the first 20 d results on d <= 5 without outcome constraints;
+    it depends on n, so it is not kept in the state."""
+    from localbo.policies.auto import WIDE_SEARCH, inner_config, search_settings
+
+    objectives = frozenset({"objectives"})
+    assert search_settings("qlognehvi", "continuous", 5, objectives, 99) == WIDE_SEARCH
+    assert WIDE_SEARCH == {"num_restarts": 20, "raw_samples": 1024}
+    assert search_settings("qlognehvi", "continuous", 5, objectives, 100) == {}  # 20 d: back to its own search
+    assert search_settings("qlognehvi", "continuous", 2, objectives, 39) == WIDE_SEARCH
+    assert search_settings("qlognehvi", "continuous", 2, objectives, 40) == {}
+    assert search_settings("qlognehvi", "continuous", 6, objectives, 10) == {}  # unmeasured beyond 5
+    assert search_settings("qlognehvi", "continuous", 5, objectives | {"constraints"}, 10) == {}
+    assert search_settings("qlognehvi", "categorical", 3, objectives, 10) == {}
+    assert search_settings("ei", "continuous", 3, frozenset(), 10) == {}
+    mine = Auto.Config(configs={"qlognehvi": {"num_restarts": 2}})
+    assert inner_config("qlognehvi", mine, None, {**SMALL_DESIGN, **WIDE_SEARCH}).num_restarts == 2  # the study's
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_auto_passes_the_wide_search_to_qlognehvi_and_keeps_only_its_design_settings(monkeypatch) -> None:  # noqa: ANN001
+    qlognehvi = registry()["qlognehvi"]
+    real, seen = qlognehvi.suggest, []
+
+    def spy(self, request):  # noqa: ANN001, ANN202  (records the search auto asked for, runs a cheap one)
+        seen.append((request.config.num_restarts, request.config.raw_samples, int(request.X.shape[0])))
+        cheap = request.config.model_copy(update={"num_restarts": 1, "raw_samples": 16, "mc_samples": 16})
+        return real(self, dataclasses.replace(request, config=cheap))
+
+    monkeypatch.setattr(qlognehvi, "suggest", spy)
+    d = 2
+    X = torch.quasirandom.SobolEngine(d, scramble=True, seed=5).draw(41, dtype=torch.float64)
+    Y = torch.stack([(X - 0.25).pow(2).sum(-1), (X - 0.75).pow(2).sum(-1)], -1)
+    early = make_request("auto", X[:8], Y[:8, 0])
+    out = Auto().suggest(dataclasses.replace(early, Y=Y[:8]))
+    assert out.state.chosen == "qlognehvi" and out.state.settings == SMALL_DESIGN  # the search is not stored
+    late = make_request("auto", X[:40], Y[:40, 0], state=out.state)
+    Auto().suggest(dataclasses.replace(late, Y=Y[:40]))
+    assert seen == [(20, 1024, 8), (4, 128, 40)]
+
+
 @pytest.mark.usefixtures("one_torch_thread")
 def test_a_study_that_reached_morbo_does_not_go_back_to_qlognehvi() -> None:
     """On 6 to 10 coordinates a study stored under the older rule (minucb, then morbo from 5 d results) is in morbo

@@ -79,6 +79,7 @@ GLOBAL_MAX_N = 500  # ei's max_data: beyond, its GP sees a thinned subset; a loc
 MO_GLOBAL_MAX_DIM = 5  # several objectives: qlognehvi up to here, minucb beyond
 MO_SMALL_DESIGN_MAX_DIM = 10  # several objectives beyond MO_GLOBAL_MAX_DIM up to here: qlognehvi (SMALL_DESIGN)
 MO_GLOBAL_PER_DIM = 20  # ... for 20 d results (200 at d 10, the longest run measured), then morbo
+MO_WIDE_SEARCH_PER_DIM = 20  # several objectives up to MO_GLOBAL_MAX_DIM: qlognehvi's WIDE_SEARCH for 20 d results
 MO_SPREAD_PER_DIM = 5  # several objectives beyond MO_SMALL_DESIGN_MAX_DIM: minucb for 5 d results, then morbo
 MPD_PER_DIM = 4  # d > GLOBAL_MAX_DIM, nothing to respect: mpd for 4 d results, then minucb (results/league.md)
 CHAINING_MAX_CANDIDATES = 2000  # chaining-ucb's cover costs seconds a suggest at 10,000 candidates
@@ -99,6 +100,11 @@ MAX_SWITCHES = 20  # kept in the state, newest last
 # -0.10 +- 0.04, 4 of 5), against -1.03 for minucb then morbo (results/probes/mo_dtlz2_10_qlognehvi_ninit5_model.md;
 # an RBF kernel instead of Matérn-5/2 was worse on 5 of 5); at d <= 5 too since 2026-12-05 (multiobjective_findings.md)
 SMALL_DESIGN: dict[str, Any] = {"n_init": 5, "warm_start": False}
+# qlognehvi at d <= 5 without outcome constraints, for its first 20 d results: Ax's acquisition search (20 starts among
+# 1,024 raw q-batches, against 4 among 128): on VehicleSafety at 100 evaluations, 5 seeds, -0.19 +- 0.07 against
+# 0.02 +- 0.04, 4 of 5 better, one level (results/probes/mo_vehiclesafety_auto_axsearch_100*.md). Beyond, the search
+# costs more than its fronts gain: a run to 200 with it took over 2,900 CPU s against 1,400 (multiobjective_findings.md)
+WIDE_SEARCH: dict[str, Any] = {"num_restarts": 20, "raw_samples": 1024}
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
     "ei": {"winsorize": True},
     "minucb": {"output_warp": "power"},
@@ -290,6 +296,15 @@ def study_settings(name: str, kind: str, dim: int, needs: frozenset[str]) -> dic
     return dict(SMALL_DESIGN) if name == "qlognehvi" and "objectives" in needs and small else {}
 
 
+def search_settings(name: str, kind: str, dim: int, needs: frozenset[str], n: int) -> dict[str, Any]:
+    """Auto's settings of ``name`` that depend on the results so far, not kept: WIDE_SEARCH for qlognehvi on several
+    objectives over at most MO_GLOBAL_MAX_DIM continuous coordinates without outcome constraints, for its first
+    MO_WIDE_SEARCH_PER_DIM d results."""
+    early = kind == "continuous" and dim <= MO_GLOBAL_MAX_DIM and n < MO_WIDE_SEARCH_PER_DIM * dim
+    wide = name == "qlognehvi" and "objectives" in needs and "constraints" not in needs and early
+    return dict(WIDE_SEARCH) if wide else {}
+
+
 def inner_config(
     name: str, config: AutoConfig, x0: list[float] | None, settings: dict[str, Any] | None = None
 ) -> PolicyConfig:
@@ -377,7 +392,8 @@ class Auto(Policy[AutoConfig, AutoState]):
             state = AutoState(chosen=name, why=why, x0=x0, inner=None, switches=switches, settings=settings)
         policy = registry()[name]
         inner_state = policy.load_state(state.inner)[0]
-        config = inner_config(name, request.config, state.x0, state.settings)
+        settings = {**state.settings, **search_settings(name, kind, request.dim, needs, n)}
+        config = inner_config(name, request.config, state.x0, settings)
         inner: SuggestRequest[Any, Any] = dataclasses.replace(request, state=inner_state, config=config)  # type: ignore[arg-type]
         out = policy().suggest(inner)
         kept = state.model_copy(update={"inner": policy.dump_state(out.state), "why": why})
