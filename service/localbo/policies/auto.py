@@ -9,7 +9,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         random for several objectives (no model policy serves them on a finite space)
     several objectives  d <= 5: qlognehvi (global; morbo 5x behind on VehicleSafety, d 5: results/multiobjective.md),
                         from SMALL_DESIGN without outcome constraints (VehicleSafety at 200 evaluations -0.55
-                        against -0.45, at 100 0.02 against 0.04, for 0.7x the CPU; Branin-Currin level); d 6 to 10
+                        against -0.45, for 0.7x the CPU; Branin-Currin level), searching as Ax does for its first
+                        20 d results (WIDE_SEARCH; VehicleSafety at 100 -0.22 against 0.02); d 6 to 10
                         without outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
                         (``SMALL_DESIGN``, as Ax's default: on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for
                         minucb then morbo; at 200 -1.96 against -1.62, 5 of 5 seeds ahead; handed to morbo at 10 d
@@ -101,9 +102,9 @@ MAX_SWITCHES = 20  # kept in the state, newest last
 # an RBF kernel instead of Matérn-5/2 was worse on 5 of 5); at d <= 5 too since 2026-12-05 (multiobjective_findings.md)
 SMALL_DESIGN: dict[str, Any] = {"n_init": 5, "warm_start": False}
 # qlognehvi at d <= 5 without outcome constraints, for its first 20 d results: Ax's acquisition search (20 starts among
-# 1,024 raw q-batches, against 4 among 128): on VehicleSafety at 100 evaluations, 5 seeds, -0.19 +- 0.07 against
-# 0.02 +- 0.04, 4 of 5 better, one level (results/probes/mo_vehiclesafety_auto_axsearch_100*.md). Beyond, the search
-# costs more than its fronts gain: a run to 200 with it took over 2,900 CPU s against 1,400 (multiobjective_findings.md)
+# 1,024 raw q-batches, against 4 among 128): on VehicleSafety at 100 evaluations, 5 seeds, -0.22 +- 0.01 against
+# 0.02 +- 0.04 (results/multiobjective.md; the probes: results/probes/mo_vehiclesafety_auto_axsearch_100*.md). Not
+# beyond: a run with it throughout took over 2,900 CPU s to 200 against 1,400 (stopped; multiobjective_findings.md)
 WIDE_SEARCH: dict[str, Any] = {"num_restarts": 20, "raw_samples": 1024}
 CHOSEN_DEFAULTS: dict[str, dict[str, Any]] = {
     "ei": {"winsorize": True},

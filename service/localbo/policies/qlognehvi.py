@@ -25,7 +25,8 @@ on y, the same models and search. Defaults are modest for a 2-core machine:
 in log; results/acquisition_search.md), and through ``auto`` the log10 hypervolume difference at 200 went from 0.090
 to -0.454 (multiobjective_findings.md, "qlognehvi's acquisition search starts at front points too").
 BoTorch's baseline pruning is off: it draws its sampler's seed from torch's global RNG. Options that make the model
-Ax's (``auto`` runs the first two up to 10 coordinates without outcome constraints): ``n_init`` 5;
+Ax's (``auto`` runs the first two up to 10 coordinates without outcome constraints, and at d <= 5 Ax's search,
+``num_restarts`` 20 and ``raw_samples`` 1,024, for the first 20 d results): ``n_init`` 5;
 ``warm_start: false``, each GP fitted from its priors' modes rather than its last fit; ``winsorize``, each objective
 clipped for its GP above max(q3, ref) + 1.5 (max(q3, ref) - q1), Ax's Winsorize for an objective threshold (on top
 of the first two, level to worse on DTLZ2-10: results/probes/mo_dtlz2_10_qlognehvi_small_design_winsorize_100.md);
