@@ -9,7 +9,8 @@ preferences below in order and runs the first policy whose ``spaces`` and ``hand
                         random for several objectives (no model policy serves them on a finite space)
     several objectives  d <= 5: qlognehvi (global; morbo 5x behind on VehicleSafety, d 5: results/multiobjective.md),
                         from SMALL_DESIGN without outcome constraints (VehicleSafety at 200 evaluations -0.55
-                        against -0.45, for 0.7x the CPU; Branin-Currin level), searching as Ax does for its first
+                        against -0.45 with its own search, the benchmark row's last run to 200, for 0.7x the CPU;
+                        Branin-Currin level), searching as Ax does for its first
                         20 d results (WIDE_SEARCH; VehicleSafety at 100 -0.22 against 0.02); d 6 to 10
                         without outcome constraints: qlognehvi from a 5-point design, each GP refitted from its priors
                         (``SMALL_DESIGN``, as Ax's default: on DTLZ2-10 at 100 evaluations -1.31 against -1.03 for
